@@ -13,7 +13,7 @@ namespace {
 struct ParamSchema {
   std::string name;
   std::string default_value;
-  std::vector<std::string> words;
+  std::vector<std::string> words = {};
 };
 
 struct OpSchema {
@@ -27,15 +27,39 @@ const std::vector<OpSchema>& op_schemas() {
       {"dense", {{"m", ""}, {"n", ""}, {"k", ""}}},
       {"batch_matmul", {{"b", ""}, {"m", ""}, {"n", ""}, {"k", ""}}},
       {"conv2d",
-       {{"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}, {"k", ""}, {"r", ""}, {"s", ""},
-        {"stride", "1"}, {"pad", "0"}, {"dilation", "1"}, {"groups", "1"}}},
+       {{"n", "1"},
+        {"c", ""},
+        {"h", ""},
+        {"w", ""},
+        {"k", ""},
+        {"r", ""},
+        {"s", ""},
+        {"stride", "1"},
+        {"pad", "0"},
+        {"dilation", "1"},
+        {"groups", "1"}}},
       {"dwconv2d",
-       {{"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}, {"r", ""}, {"s", ""}, {"stride", "1"},
-        {"pad", "0"}, {"dilation", "1"}}},
+       {{"n", "1"},
+        {"c", ""},
+        {"h", ""},
+        {"w", ""},
+        {"r", ""},
+        {"s", ""},
+        {"stride", "1"},
+        {"pad", "0"},
+        {"dilation", "1"}}},
       {"pool2d",
-       {{"kind", "", {"max", "avg"}}, {"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}, {"r", ""},
-        {"s", ""}, {"stride", "1"}, {"pad", "0"}}},
-      {"global_pool", {{"kind", "avg", {"max", "avg"}}, {"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}}},
+       {{"kind", "", {"max", "avg"}},
+        {"n", "1"},
+        {"c", ""},
+        {"h", ""},
+        {"w", ""},
+        {"r", ""},
+        {"s", ""},
+        {"stride", "1"},
+        {"pad", "0"}}},
+      {"global_pool",
+       {{"kind", "avg", {"max", "avg"}}, {"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}}},
       {"softmax", {{"rows", ""}, {"cols", ""}}},
       {"layernorm", {{"rows", ""}, {"cols", ""}}},
       {"rmsnorm", {{"rows", ""}, {"cols", ""}}},
@@ -46,8 +70,8 @@ const std::vector<OpSchema>& op_schemas() {
 }
 
 const std::vector<std::string>& epilogue_names() {
-  static const std::vector<std::string> names = {"bias", "relu", "relu6",   "gelu", "silu",
-                                                 "sigmoid", "tanh", "add", "mul"};
+  static const std::vector<std::string> names = {"bias",    "relu", "relu6", "gelu", "silu",
+                                                 "sigmoid", "tanh", "add",   "mul"};
   return names;
 }
 
@@ -153,6 +177,8 @@ std::vector<std::string> known_ops() {
   return ops;
 }
 
-std::vector<std::string> known_epilogues() { return epilogue_names(); }
+std::vector<std::string> known_epilogues() {
+  return epilogue_names();
+}
 
 }  // namespace tlm

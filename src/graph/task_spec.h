@@ -17,7 +17,7 @@ struct TaskSpec {
   std::map<std::string, std::string> params;  // every schema key, defaults filled
   std::vector<std::string> epilogue;          // in application order
 
-  int64_t get(const std::string& key) const;           // integer parameter
+  int64_t get(const std::string& key) const;              // integer parameter
   const std::string& word(const std::string& key) const;  // word parameter (e.g. kind)
   bool has_epilogue(const std::string& name) const;
   std::string key() const;

@@ -34,8 +34,7 @@ class LibraryKernel {
 // Library names: "onednn", "openblas".
 bool library_supports(const std::string& library, const TaskSpec& task);
 // Throws tlm::Error if unsupported. Pointers must stay valid while the kernel lives.
-std::unique_ptr<LibraryKernel> make_library_kernel(const std::string& library,
-                                                   const TaskSpec& task,
+std::unique_ptr<LibraryKernel> make_library_kernel(const std::string& library, const TaskSpec& task,
                                                    const std::vector<const float*>& inputs,
                                                    float* output, int threads);
 

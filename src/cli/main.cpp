@@ -1,0 +1,173 @@
+// The `tlm` command: parses flags, prints, and calls the modules. No logic of its own.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "measure/hardware.h"
+#include "measure/measurer.h"
+#include "space/schedule_space.h"
+#include "tune/bench.h"
+#include "tune/search.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace tlm {
+namespace {
+
+struct CommonFlags {
+  std::string db = "tlm.db";
+  int threads = 2;
+  double timeout = 120;
+  int64_t memory_mb = 8192;
+};
+
+void add_common(CLI::App* cmd, CommonFlags& flags) {
+  cmd->add_option("--db", flags.db, "record database (SQLite)");
+  cmd->add_option("--threads", flags.threads, "threads per kernel");
+  cmd->add_option("--timeout", flags.timeout, "seconds allowed per measured candidate");
+  cmd->add_option("--memory-mb", flags.memory_mb, "address-space limit of the worker");
+}
+
+std::string self_exe() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw Error("cannot find the tlm executable (/proc/self/exe)");
+  return std::string(buf, size_t(n));
+}
+
+MeasureOptions measure_options(const CommonFlags& flags) {
+  MeasureOptions options;
+  options.worker_command = self_exe();
+  options.timeout_seconds = flags.timeout;
+  options.memory_limit_mb = flags.memory_mb;
+  options.threads = flags.threads;
+  return options;
+}
+
+void print_space(const std::string& spec) {
+  TaskSpec task = parse_task_spec(spec);
+  ScheduleSpace space(describe_task(task));
+  std::printf("task %s\n%zu decision points, space size %s\n", task.key().c_str(),
+              space.num_points(), space.size_text().c_str());
+  for (size_t i = 0; i < space.num_points(); ++i)
+    std::printf("  %3zu %-32s %s\n", i, space.point(i).name.c_str(),
+                space.describe_point(i).c_str());
+}
+
+void run_tune(const std::string& spec, const SearchOptions& base, const CommonFlags& flags) {
+  TaskSpec task = parse_task_spec(spec);
+  RecordStore store(flags.db);
+  Measurer measurer(measure_options(flags));
+  SearchOptions options = base;
+  options.hardware = detect_hardware().fingerprint();
+  SearchReport report = run_search(task, measurer, store, options);
+  std::printf("%s: %d measured, %d ok, %.1f s (%.2f trials/s)\n", task.key().c_str(),
+              report.measured, report.ok, report.seconds, report.measured / report.seconds);
+  if (report.best.status.empty()) return;
+  std::vector<std::string> d;
+  for (int64_t v : report.best.decisions) d.push_back(std::to_string(v));
+  std::printf("best %.4f ms (min %.4f): decisions %s\n", report.best.median_ms, report.best.min_ms,
+              join(d, ",").c_str());
+}
+
+void run_bench(const std::vector<std::string>& specs, BenchOptions options,
+               const std::string& json_path, const CommonFlags& flags) {
+  std::vector<TaskSpec> tasks;
+  for (const auto& s : specs) tasks.push_back(parse_task_spec(s));
+  RecordStore store(flags.db);
+  Measurer measurer(measure_options(flags));
+  options.hardware = detect_hardware().fingerprint();
+  std::vector<BenchRow> rows;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    std::fprintf(stderr, "[%zu/%zu] %s\n", i + 1, tasks.size(), tasks[i].key().c_str());
+    rows.push_back(bench_task(tasks[i], measurer, store, options));
+    std::printf("%s", format_bench_table({rows.back()}, options.baseline).c_str());
+    std::fflush(stdout);
+    if (!json_path.empty()) write_bench_json(json_path, rows);
+  }
+}
+
+void run_measure(const std::string& spec, const std::string& method, const std::string& decisions,
+                 const CommonFlags& flags) {
+  TaskSpec task = parse_task_spec(spec);
+  Candidate candidate{method, {}};
+  if (!decisions.empty())
+    for (const auto& v : split(decisions, ','))
+      candidate.decisions.push_back(parse_int(v, "--decisions"));
+  Measurer measurer(measure_options(flags));
+  MeasureResult r = measurer.measure_each(task, {candidate}).at(0);
+  std::printf("%s %s: %s median %.4f ms min %.4f ms (%d runs) build %.0f ms max_error %.2g\n",
+              task.key().c_str(), method.c_str(), r.status.c_str(), r.timing.median_ms,
+              r.timing.min_ms, r.timing.runs, r.build_ms, r.max_error);
+  if (!r.detail.empty()) std::printf("%s\n", r.detail.c_str());
+  if (r.status != "ok") throw Error("candidate " + r.status);
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"tlm: a tensor compiler whose scheduler is a language model"};
+  app.require_subcommand(1);
+  CommonFlags flags;
+
+  std::string spec;
+  auto* space = app.add_subcommand("space", "show a task's schedule space");
+  space->add_option("task", spec, "task spec, e.g. matmul:m=1024,n=1024,k=1024")->required();
+
+  SearchOptions search;
+  auto* tune = app.add_subcommand("tune", "search a task's space with measured trials");
+  tune->add_option("task", spec, "task spec")->required();
+  tune->add_option("--method", search.method, "random | evolutionary");
+  tune->add_option("--trials", search.trials, "measured trials");
+  tune->add_option("--seed", search.seed, "random seed");
+  add_common(tune, flags);
+
+  auto* bench = app.add_subcommand("bench", "benchmarks");
+  bench->require_subcommand(1);
+  auto* bench_op = bench->add_subcommand("op", "compare methods on tasks, interleaved");
+  std::vector<std::string> specs;
+  std::string methods =
+      "evolutionary-1000,random-1000,adams2019,mullapudi2016,li2018,onednn,openblas";
+  BenchOptions bench_options;
+  std::string json_path;
+  bench_op->add_option("tasks", specs, "task specs")->required();
+  bench_op->add_option("--methods", methods, "comma-separated methods");
+  bench_op->add_option("--baseline", bench_options.baseline, "method ratios are taken against");
+  bench_op->add_option("--json", json_path, "write results as JSON");
+  add_common(bench_op, flags);
+
+  std::string method = "space", decisions;
+  auto* measure = app.add_subcommand("measure", "measure one candidate of a task");
+  measure->add_option("task", spec, "task spec")->required();
+  measure->add_option("--method", method, "space|reference|adams2019|...|onednn|openblas");
+  measure->add_option("--decisions", decisions, "comma-separated decision values (space)");
+  add_common(measure, flags);
+
+  auto* worker = app.add_subcommand("worker", "internal: isolated measurement worker");
+  worker->add_option("--threads", flags.threads);
+  worker->group("");
+
+  CLI11_PARSE(app, argc, argv);
+  set_kernel_threads(flags.threads);
+  if (*worker) return run_worker_loop();
+  if (*space) print_space(spec);
+  if (*tune) run_tune(spec, search, flags);
+  if (*bench_op) {
+    bench_options.methods = split(methods, ',');
+    run_bench(specs, bench_options, json_path, flags);
+  }
+  if (*measure) run_measure(spec, method, decisions, flags);
+  return 0;
+}
+
+}  // namespace
+}  // namespace tlm
+
+int main(int argc, char** argv) {
+  try {
+    return tlm::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tlm: error: %s\n", e.what());
+    return 1;
+  }
+}

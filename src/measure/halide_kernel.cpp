@@ -1,0 +1,164 @@
+// Kernels made with Halide: our space's schedules, the reference pipeline and the
+// Halide autoschedulers, JIT-compiled for the host; plus the dispatch to vendor
+// libraries and the injected faults used to test isolation.
+#include <Halide.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "measure/kernel.h"
+#include "measure/library_kernels.h"
+#include "space/apply_schedule.h"
+#include "space/schedule_space.h"
+#include "util/error.h"
+
+#ifndef TLM_HALIDE_PLUGIN_DIR
+#define TLM_HALIDE_PLUGIN_DIR "/usr/lib/x86_64-linux-gnu/halide14"
+#endif
+
+namespace tlm {
+namespace {
+
+int g_threads = 2;
+
+Halide::Buffer<float> wrap(Tensor& t) {
+  std::vector<int> dims(t.shape.rbegin(), t.shape.rend());
+  return Halide::Buffer<float>(t.data.data(), dims);
+}
+
+class HalideKernel : public Kernel {
+ public:
+  HalideKernel(TaskPipeline pipeline, const std::vector<Tensor>& inputs, Tensor& output,
+               std::string description)
+      : pipeline_(std::move(pipeline)),
+        output_(wrap(output)),
+        description_(std::move(description)),
+        halide_(pipeline_.output()) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      input_buffers_.push_back(wrap(const_cast<Tensor&>(inputs[i])));
+      params_.set(pipeline_.inputs[i], input_buffers_.back());
+    }
+    halide_.compile_jit(Halide::get_jit_target_from_environment());
+  }
+  void run() override { halide_.realize(output_, Halide::Target(), params_); }
+  std::string describe() const override { return description_; }
+
+ private:
+  TaskPipeline pipeline_;
+  Halide::Buffer<float> output_;
+  std::string description_;
+  Halide::Pipeline halide_;
+  std::vector<Halide::Buffer<float>> input_buffers_;
+  Halide::ParamMap params_;
+};
+
+std::string autoscheduler_name(const std::string& method) {
+  if (method == "adams2019") return "Adams2019";
+  if (method == "mullapudi2016") return "Mullapudi2016";
+  if (method == "li2018") return "Li2018";
+  return "";
+}
+
+void load_autoscheduler(const std::string& method) {
+  static std::vector<std::string> loaded;
+  for (const auto& m : loaded)
+    if (m == method) return;
+  Halide::load_plugin(std::string(TLM_HALIDE_PLUGIN_DIR) + "/libautoschedule_" + method + ".so");
+  loaded.push_back(method);
+}
+
+std::string autoschedule(TaskPipeline& pipeline, const std::string& method) {
+  load_autoscheduler(method);
+  set_estimates(pipeline);
+  Halide::Pipeline p(pipeline.output());
+  Halide::MachineParams params(g_threads, 32 * 1024 * 1024, 40);
+  auto results = p.auto_schedule(autoscheduler_name(method),
+                                 Halide::get_jit_target_from_environment(), params);
+  return results.schedule_source;
+}
+
+// A kernel that misbehaves on purpose, to show isolation records each fault and goes on.
+class FaultKernel : public Kernel {
+ public:
+  FaultKernel(std::string fault, std::unique_ptr<Kernel> inner, Tensor& output)
+      : fault_(std::move(fault)), inner_(std::move(inner)), output_(output) {}
+  void run() override {
+    if (fault_ == "fault:crash") std::abort();
+    if (fault_ == "fault:hang")
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (fault_ == "fault:oom") {
+      for (;;) {
+        char* block = static_cast<char*>(std::malloc(size_t(1) << 28));
+        if (!block) throw std::bad_alloc();
+        for (size_t i = 0; i < (size_t(1) << 28); i += 4096) block[i] = 1;
+      }
+    }
+    inner_->run();
+    if (fault_ == "fault:wrong") output_.data[output_.data.size() / 2] += 1.0f;
+  }
+
+ private:
+  std::string fault_;
+  std::unique_ptr<Kernel> inner_;
+  Tensor& output_;
+};
+
+}  // namespace
+
+void set_kernel_threads(int threads) {
+  g_threads = threads;
+  setenv("HL_NUM_THREADS", std::to_string(threads).c_str(), 1);
+}
+
+std::unique_ptr<Kernel> build_kernel(const TaskSpec& task, const Candidate& candidate,
+                                     const std::vector<Tensor>& inputs, Tensor& output) {
+  const std::string& method = candidate.method;
+  if (method == "onednn" || method == "openblas") {
+    std::vector<const float*> pointers;
+    for (const auto& t : inputs) pointers.push_back(t.data.data());
+    auto kernel = make_library_kernel(method, task, pointers, output.data.data(), g_threads);
+    struct Adapter : Kernel {
+      std::unique_ptr<LibraryKernel> lib;
+      void run() override { lib->run(); }
+      std::string describe() const override { return lib->describe(); }
+    };
+    auto adapter = std::make_unique<Adapter>();
+    adapter->lib = std::move(kernel);
+    return adapter;
+  }
+  if (method.rfind("fault:", 0) == 0) {
+    Candidate reference{"reference", {}};
+    return std::make_unique<FaultKernel>(method, build_kernel(task, reference, inputs, output),
+                                         output);
+  }
+  TaskPipeline pipeline = build_task_pipeline(task);
+  std::string description;
+  try {
+    if (method == "space") {
+      ScheduleSpace space(pipeline.shape);
+      apply_schedule(pipeline, space.decode(candidate.decisions));
+    } else if (method == "reference") {
+      schedule_reference(pipeline);
+    } else if (!autoscheduler_name(method).empty()) {
+      description = autoschedule(pipeline, method);
+    } else {
+      throw Error("unknown method '" + method + "'");
+    }
+    return std::make_unique<HalideKernel>(std::move(pipeline), inputs, output, description);
+  } catch (const Halide::Error& e) {
+    std::string what = e.what();
+    for (char& c : what)
+      if (c == '\n') c = ' ';
+    throw Error("Halide: " + what.substr(0, 400));
+  }
+}
+
+Tensor reference_output(const TaskSpec& task, const std::vector<Tensor>& inputs) {
+  TaskShape shape = describe_task(task);
+  Tensor output = Tensor::zeros(shape.output_shape);
+  build_kernel(task, {"reference", {}}, inputs, output)->run();
+  return output;
+}
+
+}  // namespace tlm

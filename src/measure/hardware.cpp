@@ -1,0 +1,50 @@
+#include "measure/hardware.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+namespace tlm {
+namespace {
+
+std::string cpuinfo_field(const std::string& name) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name, 0) != 0) continue;
+    auto colon = line.find(':');
+    if (colon != std::string::npos) return line.substr(colon + 2);
+  }
+  return "";
+}
+
+bool has_flag(const std::string& flags, const std::string& flag) {
+  return (" " + flags + " ").find(" " + flag + " ") != std::string::npos;
+}
+
+}  // namespace
+
+std::string Hardware::fingerprint() const {
+  return isa + "/" + std::to_string(cores) + "c/L1d" + std::to_string(l1d_bytes >> 10) + "K/L2" +
+         std::to_string(l2_bytes >> 10) + "K/L3" + std::to_string(l3_bytes >> 20) + "M";
+}
+
+Hardware detect_hardware() {
+  Hardware hw;
+  std::string flags = cpuinfo_field("flags");
+  if (has_flag(flags, "avx512f"))
+    hw.isa = "x86-64-avx512", hw.vector_bits = 512;
+  else if (has_flag(flags, "avx2"))
+    hw.isa = "x86-64-avx2", hw.vector_bits = 256;
+  else
+    hw.isa = "x86-64", hw.vector_bits = 128;
+  hw.cores = static_cast<int>(std::thread::hardware_concurrency());
+  hw.l1d_bytes = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  hw.l2_bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  hw.l3_bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  hw.model = cpuinfo_field("model name");
+  return hw;
+}
+
+}  // namespace tlm

@@ -1,0 +1,22 @@
+// Hardware: the facts about this machine that schedules depend on (ISA, vector width,
+// cores, caches). Its fingerprint keys every record, so measurements from different
+// machines never mix.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace tlm {
+
+struct Hardware {
+  std::string isa;  // x86-64-avx512 | x86-64-avx2 | x86-64
+  int vector_bits = 128;
+  int cores = 1;
+  int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
+  std::string model;
+
+  std::string fingerprint() const;
+};
+
+Hardware detect_hardware();
+
+}  // namespace tlm

@@ -1,0 +1,165 @@
+// The parent side of isolated measurement: a worker process per Measurer, talking JSON
+// lines over pipes, with a deadline per request and an address-space limit.
+#include "measure/measurer.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "measure/worker_protocol.h"
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+using Json = nlohmann::json;
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+Measurer::Measurer(MeasureOptions options) : options_(std::move(options)) {
+  if (options_.worker_command.empty()) throw Error("measurer: no worker command given");
+  log_path_ = "/tmp/tlm-worker-" + std::to_string(getpid()) + "-" +
+              std::to_string(reinterpret_cast<uintptr_t>(this) % 100000) + ".log";
+}
+
+Measurer::~Measurer() {
+  stop_worker();
+  unlink(log_path_.c_str());
+}
+
+void Measurer::start_worker() {
+  int in_pipe[2], out_pipe[2];
+  if (pipe(in_pipe) || pipe(out_pipe)) throw Error("measurer: cannot create pipes");
+  pid_t pid = fork();
+  if (pid < 0) throw Error("measurer: cannot fork a worker");
+  if (pid == 0) {  // child: only async-signal-safe calls until exec
+    dup2(in_pipe[0], 0);
+    dup2(out_pipe[1], 1);
+    int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (log >= 0) dup2(log, 2);
+    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1]}) close(fd);
+    rlimit limit;
+    limit.rlim_cur = limit.rlim_max = rlim_t(options_.memory_limit_mb) << 20;
+    setrlimit(RLIMIT_AS, &limit);
+    std::string threads = std::to_string(options_.threads);
+    const char* argv[] = {options_.worker_command.c_str(), "worker", "--threads", threads.c_str(),
+                          nullptr};
+    execv(argv[0], const_cast<char* const*>(argv));
+    _exit(127);
+  }
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  pid_ = pid;
+  to_worker_ = in_pipe[1];
+  from_worker_ = out_pipe[0];
+  pending_.clear();
+  signal(SIGPIPE, SIG_IGN);
+}
+
+void Measurer::stop_worker() {
+  if (pid_ <= 0) return;
+  close(to_worker_);
+  close(from_worker_);
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+std::string Measurer::worker_log_tail() const {
+  std::ifstream in(log_path_);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return last.substr(0, 300);
+}
+
+std::string Measurer::exchange(const std::string& request_line, MeasureResult& failure) {
+  if (pid_ <= 0) start_worker();
+  std::string line = request_line + "\n";
+  if (write(to_worker_, line.data(), line.size()) != ssize_t(line.size())) {
+    failure = {"crash", {}, 0, 0, "worker closed its input: " + worker_log_tail()};
+    stop_worker();
+    return "";
+  }
+  double deadline = now_seconds() + options_.timeout_seconds;
+  for (;;) {
+    auto newline = pending_.find('\n');
+    if (newline != std::string::npos) {
+      std::string answer = pending_.substr(0, newline);
+      pending_.erase(0, newline + 1);
+      return answer;
+    }
+    double left = deadline - now_seconds();
+    pollfd fd{from_worker_, POLLIN, 0};
+    if (left <= 0 || poll(&fd, 1, static_cast<int>(left * 1000) + 1) == 0) {
+      failure = {"timeout",
+                 {},
+                 0,
+                 0,
+                 "no answer within " + std::to_string(int(options_.timeout_seconds)) + " s"};
+      stop_worker();
+      return "";
+    }
+    char buf[65536];
+    ssize_t n = read(from_worker_, buf, sizeof buf);
+    if (n > 0) {
+      pending_.append(buf, size_t(n));
+      continue;
+    }
+    int status = 0;
+    close(to_worker_);
+    close(from_worker_);
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                          : "exited with " + std::to_string(WEXITSTATUS(status));
+    failure = {"crash", {}, 0, 0, "worker " + how + ": " + worker_log_tail()};
+    return "";
+  }
+}
+
+std::vector<MeasureResult> Measurer::measure_each(const TaskSpec& task,
+                                                  const std::vector<Candidate>& candidates) {
+  std::vector<MeasureResult> results;
+  for (const auto& candidate : candidates) {
+    MeasureResult failure;
+    std::string answer =
+        exchange(encode_request(task, {candidate}, false, options_.timing), failure);
+    results.push_back(answer.empty() ? failure : decode_response(answer).at(0));
+  }
+  return results;
+}
+
+std::vector<MeasureResult> Measurer::measure_interleaved(const TaskSpec& task,
+                                                         const std::vector<Candidate>& candidates) {
+  TimingOptions quick = options_.timing;
+  quick.min_runs = 1, quick.max_runs = 1, quick.warmup = 1;
+  std::swap(quick, options_.timing);
+  std::vector<MeasureResult> results = measure_each(task, candidates);
+  std::swap(quick, options_.timing);
+  std::vector<Candidate> passed;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (results[i].status == "ok") passed.push_back(candidates[i]), where.push_back(i);
+  if (passed.empty()) return results;
+  MeasureResult failure;
+  std::string answer = exchange(encode_request(task, passed, true, options_.timing), failure);
+  std::vector<MeasureResult> timed =
+      answer.empty() ? std::vector<MeasureResult>(passed.size(), failure) : decode_response(answer);
+  for (size_t k = 0; k < where.size(); ++k) results[where[k]] = timed.at(k);
+  return results;
+}
+
+}  // namespace tlm

@@ -1,0 +1,69 @@
+// Measurer: builds, verifies and times candidates in an isolated worker process.
+//
+// The worker is this program re-executed (`tlm worker`): fork + exec, never a bare fork
+// (a child forked after an OpenMP region hangs). It runs under an address-space limit and
+// every request under a deadline. A candidate that crashes, hangs, runs out of memory,
+// fails to build or computes a wrong result is reported with that status; the worker is
+// restarted when needed and the caller goes on.
+#pragma once
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/task_spec.h"
+#include "measure/kernel.h"
+#include "measure/timing.h"
+
+namespace tlm {
+
+struct MeasureResult {
+  std::string status;  // ok | wrong-result | crash | timeout | oom | build-error
+  Timing timing;
+  double max_error = 0;
+  double build_ms = 0;
+  std::string detail;  // the error, or the schedule/library a peer chose
+};
+
+struct MeasureOptions {
+  std::string worker_command;  // path of the tlm executable
+  double timeout_seconds = 120;
+  int64_t memory_limit_mb = 8192;
+  int threads = 2;
+  TimingOptions timing;
+};
+
+class Measurer {
+ public:
+  explicit Measurer(MeasureOptions options);
+  ~Measurer();
+  Measurer(const Measurer&) = delete;
+  Measurer& operator=(const Measurer&) = delete;
+
+  // Each candidate alone: built, verified and timed.
+  std::vector<MeasureResult> measure_each(const TaskSpec& task,
+                                          const std::vector<Candidate>& candidates);
+  // Every candidate verified alone, then all that passed timed interleaved in one process.
+  std::vector<MeasureResult> measure_interleaved(const TaskSpec& task,
+                                                 const std::vector<Candidate>& candidates);
+
+ private:
+  // Sends one request line, returns the answer line; on a crash, hang or OOM of the
+  // worker returns "" and sets `failure` (status and detail) and restarts it next time.
+  std::string exchange(const std::string& request_line, MeasureResult& failure);
+  void start_worker();
+  void stop_worker();
+  std::string worker_log_tail() const;
+
+  MeasureOptions options_;
+  pid_t pid_ = -1;
+  int to_worker_ = -1, from_worker_ = -1;
+  std::string log_path_;
+  std::string pending_;  // bytes read from the worker past the last newline
+};
+
+// The worker side: reads requests line by line from stdin, answers on stdout.
+int run_worker_loop();
+
+}  // namespace tlm

@@ -1,0 +1,97 @@
+// The worker side of isolated measurement: answers requests read from stdin. It keeps
+// the inputs and reference output of the last task, so a search pays for the reference
+// once per worker, not once per candidate.
+#include <chrono>
+#include <iostream>
+#include <new>
+
+#include "measure/measurer.h"
+#include "measure/verify.h"
+#include "measure/worker_protocol.h"
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+struct TaskData {
+  std::string key;
+  TaskShape shape;
+  std::vector<Tensor> inputs;
+  Tensor reference;
+};
+
+const TaskData& task_data(const TaskSpec& task) {
+  static TaskData data;
+  if (data.key != task.key()) {
+    data.key = task.key();
+    data.shape = describe_task(task);
+    data.inputs = random_inputs(data.shape, 12345);
+    data.reference = reference_output(task, data.inputs);
+  }
+  return data;
+}
+
+struct Built {
+  std::unique_ptr<Kernel> kernel;
+  Tensor output;
+};
+
+// Builds and checks one candidate; on failure `result.status` says why.
+MeasureResult build_and_verify(const TaskSpec& task, const TaskData& data, const Candidate& c,
+                               Built& built) {
+  MeasureResult result;
+  built.output = Tensor::zeros(data.shape.output_shape);
+  auto start = std::chrono::steady_clock::now();
+  try {
+    built.kernel = build_kernel(task, c, data.inputs, built.output);
+  } catch (const Error& e) {
+    return {"build-error", {}, 0, 0, e.what()};
+  }
+  result.build_ms =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
+  built.kernel->run();
+  Verdict verdict = verify(built.output, data.reference, data.shape.reduction_length);
+  result.max_error = verdict.max_error;
+  result.status = verdict.ok ? "ok" : "wrong-result";
+  result.detail = verdict.ok ? built.kernel->describe() : verdict.message;
+  return result;
+}
+
+std::vector<MeasureResult> answer(const WorkerRequest& request) {
+  const TaskData& data = task_data(request.task);
+  std::vector<Built> built(request.candidates.size());
+  std::vector<MeasureResult> results;
+  std::vector<std::function<void()>> runs;
+  std::vector<size_t> timed;
+  for (size_t i = 0; i < request.candidates.size(); ++i) {
+    results.push_back(build_and_verify(request.task, data, request.candidates[i], built[i]));
+    if (results.back().status != "ok") continue;
+    Kernel* kernel = built[i].kernel.get();
+    runs.push_back([kernel] { kernel->run(); });
+    timed.push_back(i);
+  }
+  if (runs.empty()) return results;
+  auto timings = time_interleaved(runs, request.timing, 777);
+  for (size_t k = 0; k < timed.size(); ++k) results[timed[k]].timing = timings[k];
+  return results;
+}
+
+}  // namespace
+
+int run_worker_loop() {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::vector<MeasureResult> results;
+    try {
+      results = answer(decode_request(line));
+    } catch (const std::bad_alloc&) {
+      results = {{"oom", {}, 0, 0, "out of memory"}};
+    } catch (const std::exception& e) {
+      results = {{"build-error", {}, 0, 0, e.what()}};
+    }
+    std::cout << encode_response(results) << std::endl;
+  }
+  return 0;
+}
+
+}  // namespace tlm

@@ -1,0 +1,27 @@
+// The line protocol between Measurer and its worker: one JSON object per line.
+//   request : {"task": SPEC, "candidates": [{"method": M, "decisions": [...]}, ...],
+//              "interleaved": bool, "timing": {warmup, min_runs, max_runs, target_seconds}}
+//   response: {"results": [{"status", "min_ms", "median_ms", "runs", "max_error",
+//              "build_ms", "detail"}, ...]}
+#pragma once
+#include <string>
+#include <vector>
+
+#include "measure/measurer.h"
+
+namespace tlm {
+
+struct WorkerRequest {
+  TaskSpec task;
+  std::vector<Candidate> candidates;
+  bool interleaved = false;
+  TimingOptions timing;
+};
+
+std::string encode_request(const TaskSpec& task, const std::vector<Candidate>& candidates,
+                           bool interleaved, const TimingOptions& timing);
+WorkerRequest decode_request(const std::string& line);
+std::string encode_response(const std::vector<MeasureResult>& results);
+std::vector<MeasureResult> decode_response(const std::string& line);
+
+}  // namespace tlm

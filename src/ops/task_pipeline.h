@@ -1,0 +1,39 @@
+// TaskPipeline: the Halide algorithm of one task (anchor op + fused epilogue + producers).
+//
+// It carries no schedule: the Space Builder applies one, the Halide autoschedulers pick
+// one, or `schedule_reference` computes every stage at root for verification. Stage i
+// here matches stage i of the TaskShape from `describe_task`.
+#pragma once
+#include <Halide.h>
+
+#include <vector>
+
+#include "ops/task_shape.h"
+
+namespace tlm {
+
+struct PipelineStage {
+  Halide::Func func;
+  std::vector<Halide::Var> vars;  // pure vars, innermost first
+  Halide::RDom rdom;              // the reduction of update 0, if any
+  bool has_update = false;
+};
+
+struct TaskPipeline {
+  TaskShape shape;
+  std::vector<Halide::ImageParam> inputs;  // same order as shape.inputs
+  std::vector<PipelineStage> stages;       // same order as shape.stages
+
+  Halide::Func output() const { return stages.back().func; }
+};
+
+TaskPipeline build_task_pipeline(const TaskSpec& task);
+
+// The unscheduled reference: every stage computed at root (so row reductions are not
+// recomputed per element), nothing else.
+void schedule_reference(TaskPipeline& pipeline);
+
+// Input and output size estimates, for the Halide autoschedulers.
+void set_estimates(TaskPipeline& pipeline);
+
+}  // namespace tlm

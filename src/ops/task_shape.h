@@ -1,0 +1,48 @@
+// TaskShape: what the schedule space needs to know about a task's pipeline, without
+// Halide: its stages in order (producers first, output last), each stage's pure loops
+// and reduction loops with their extents, and how its pure loops line up with the
+// output's. The Space Builder reads this; `task_pipeline.h` holds the Halide objects.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/task_spec.h"
+
+namespace tlm {
+
+enum class StageKind {
+  Output,     // the task's result: anchor value with the fused epilogue applied
+  Anchor,     // the main reduction (matmul, conv, pooling window ...)
+  Reduction,  // a secondary row reduction (softmax max/sum, norm statistics)
+  Producer,   // a pure producer, e.g. zero padding of the input
+};
+
+struct StageShape {
+  std::string name;
+  StageKind kind = StageKind::Output;
+  std::vector<int64_t> extents;   // pure loops, innermost first (Halide order)
+  std::vector<int> output_dim;    // per pure loop: the output loop it follows, or -1
+  std::vector<int64_t> rextents;  // reduction loops, innermost first; empty if pure
+};
+
+struct InputShape {
+  std::string name;
+  std::vector<int64_t> shape;  // row-major, outermost first
+};
+
+struct TaskShape {
+  std::vector<InputShape> inputs;
+  std::vector<StageShape> stages;     // producers first, output last
+  std::vector<int64_t> output_shape;  // row-major
+  double flops = 0;
+  int64_t reduction_length = 1;  // longest reduction feeding one output value
+
+  const StageShape& output() const { return stages.back(); }
+};
+
+// Validates shapes (e.g. a conv window larger than its padded input) and describes the
+// task; throws tlm::Error naming the problem.
+TaskShape describe_task(const TaskSpec& task);
+
+}  // namespace tlm

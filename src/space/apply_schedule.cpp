@@ -1,0 +1,184 @@
+#include "space/apply_schedule.h"
+
+namespace tlm {
+namespace {
+
+using Halide::Func;
+using Halide::LoopLevel;
+using Halide::RVar;
+using Halide::TailStrategy;
+using Halide::Var;
+using Halide::VarOrRVar;
+
+constexpr int64_t kMaxUnrolledBody = 64;  // cap on the product of unrolled trip counts
+
+// Register-tile dims innermost first: the vector dim, then the others in order.
+std::vector<int> dims_vector_first(size_t dims, int vector_dim) {
+  std::vector<int> order = {vector_dim};
+  for (size_t d = 0; d < dims; ++d)
+    if (static_cast<int>(d) != vector_dim) order.push_back(static_cast<int>(d));
+  return order;
+}
+
+// The register-tile dims to unroll: innermost first while the unrolled body stays small.
+// The vector dim counts its trips after vectorization; dims of one trip are skipped.
+std::vector<int> unrolled_dims(const std::vector<int>& tile_dims,
+                               const std::vector<int64_t>& trips_per_dim, int vector_width) {
+  std::vector<int> dims;
+  int64_t body = 1;
+  for (size_t k = 0; k < tile_dims.size(); ++k) {
+    int64_t trips = trips_per_dim[tile_dims[k]] / (k == 0 ? vector_width : 1);
+    if (body * trips > kMaxUnrolledBody) break;
+    body *= trips;
+    if (trips > 1) dims.push_back(tile_dims[k]);
+  }
+  return dims;
+}
+
+// The output's loop nest after tiling, kept to place other stages inside it.
+struct OutputLoops {
+  Func func;
+  LoopLevel cache_tile, register_tile;
+  bool parallel = false;
+};
+
+OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s) {
+  Func out = stage.func;
+  size_t dims = stage.vars.size();
+  std::vector<Var> outer, mid, inner;
+  for (size_t d = 0; d < dims; ++d) {
+    const std::string n = stage.vars[d].name();
+    outer.emplace_back(n + "_o");
+    mid.emplace_back(n + "_m");
+    inner.emplace_back(n + "_i");
+    Var tile(n + "_t");
+    out.split(stage.vars[d], outer[d], tile, static_cast<int>(s.tile1[d]))
+        .split(tile, mid[d], inner[d], static_cast<int>(s.tile2[d]));
+  }
+  std::vector<int> tile_dims = dims_vector_first(dims, s.vector_dim);
+  std::vector<VarOrRVar> order;
+  for (int d : tile_dims) order.push_back(inner[d]);
+  for (auto& v : mid) order.push_back(v);
+  for (auto& v : outer) order.push_back(v);
+  out.reorder(order);
+  if (s.vector_width > 1) out.vectorize(inner[s.vector_dim], s.vector_width);
+  if (s.unroll) {
+    for (int d : unrolled_dims(tile_dims, s.tile2, s.vector_width)) out.unroll(inner[d]);
+  }
+  Var tile_loop = outer[0];
+  if (s.parallel_loops > 0) {
+    Var fused = outer[dims - 1];
+    for (size_t k = dims - 1; k-- > dims - s.parallel_loops;) {
+      Var next(fused.name() + "_" + outer[k].name());
+      out.fuse(outer[k], fused, next);
+      fused = next;
+    }
+    out.parallel(fused);
+    if (static_cast<size_t>(s.parallel_loops) == dims) tile_loop = fused;
+  }
+  return {out, LoopLevel(out, tile_loop), LoopLevel(out, mid[0]), s.parallel_loops > 0};
+}
+
+void place(Func f, int location, const OutputLoops& loops) {
+  if (location == kRoot) f.compute_root();
+  if (location == kCacheTile) f.compute_at(loops.cache_tile);
+  if (location == kRegisterTile) f.compute_at(loops.register_tile);
+}
+
+// The stage's dim that follows the output's vector dim (its own dim 0 if none does).
+int stage_vector_dim(const StageShape& shape, int output_vector_dim) {
+  for (size_t d = 0; d < shape.output_dim.size(); ++d)
+    if (shape.output_dim[d] == output_vector_dim) return static_cast<int>(d);
+  return 0;
+}
+
+// Splits each reduction loop, then orders [register tile] and [reduction] loops.
+void order_reduction(Halide::Stage update, const PipelineStage& stage, const StageSchedule& s,
+                     const std::vector<VarOrRVar>& tile, const std::vector<VarOrRVar>& outer) {
+  std::vector<VarOrRVar> r_inner, r_outer;
+  for (int r = 0; r < stage.rdom.dimensions(); ++r) {
+    RVar rv = stage.rdom[r];
+    RVar ro(rv.name() + "_o"), ri(rv.name() + "_i");
+    update.split(rv, ro, ri, static_cast<int>(s.rsplit[r]));
+    r_inner.push_back(ri);
+    r_outer.push_back(ro);
+  }
+  std::vector<VarOrRVar> order;
+  auto append = [&](const std::vector<VarOrRVar>& loops) {
+    order.insert(order.end(), loops.begin(), loops.end());
+  };
+  if (s.reduction_order == kTileInsideReduction) append(tile), append(r_inner), append(r_outer);
+  if (s.reduction_order == kReductionInnerInside) append(r_inner), append(tile), append(r_outer);
+  if (s.reduction_order == kReductionInside) append(r_inner), append(r_outer), append(tile);
+  append(outer);
+  update.reorder(order);
+  if (s.unroll_reduction && s.rsplit[0] > 1) update.unroll(r_inner[0]);
+}
+
+// The anchor: its pure loops tiled like the output's register tile, vectorized along the
+// same dim, the tile unrolled, the reduction split and ordered around the tile.
+void schedule_anchor(PipelineStage& stage, const StageShape& shape, const StageSchedule& s,
+                     const OutputSchedule& out, bool parallel) {
+  int vdim = stage_vector_dim(shape, out.vector_dim);
+  size_t dims = stage.vars.size();
+  std::vector<int64_t> tile_extent(dims, 1);
+  for (size_t d = 0; d < dims; ++d)
+    if (shape.output_dim[d] >= 0) tile_extent[d] = out.tile2[shape.output_dim[d]];
+  std::vector<int> tile_dims = dims_vector_first(dims, vdim);
+  auto schedule_definition = [&](Halide::Stage def, bool is_update) {
+    std::vector<Var> inner, outer;
+    for (size_t d = 0; d < dims; ++d) {
+      Var v = stage.vars[d];
+      outer.emplace_back(v.name() + "_ao");
+      inner.emplace_back(v.name() + "_ai");
+      def.split(v, outer[d], inner[d], static_cast<int>(tile_extent[d]));
+    }
+    std::vector<VarOrRVar> tile, outside(outer.begin(), outer.end());
+    for (int d : tile_dims) tile.push_back(inner[d]);
+    if (is_update) {
+      order_reduction(def, stage, s, tile, outside);
+    } else {
+      tile.insert(tile.end(), outside.begin(), outside.end());
+      def.reorder(tile);
+    }
+    if (s.vector_width > 1) def.vectorize(inner[vdim], s.vector_width);
+    if (out.unroll)
+      for (int d : unrolled_dims(tile_dims, tile_extent, s.vector_width)) def.unroll(inner[d]);
+    if (parallel && s.location == kRoot) def.parallel(outer.back());
+  };
+  schedule_definition(stage.func, false);
+  schedule_definition(stage.func.update(0), true);
+}
+
+// Row reductions and producers: vectorized along one dim (guarded, so no loop reads past
+// its region), the reduction split and ordered.
+void schedule_plain_stage(PipelineStage& stage, const StageShape& shape, const StageSchedule& s,
+                          const OutputSchedule& out, bool parallel) {
+  if (stage.vars.empty()) return;
+  Var v = stage.vars[stage_vector_dim(shape, out.vector_dim)];
+  auto schedule_definition = [&](Halide::Stage def, bool is_update) {
+    if (is_update) order_reduction(def, stage, s, {}, {});
+    if (s.vector_width > 1) def.vectorize(v, s.vector_width, TailStrategy::GuardWithIf);
+    if (parallel && s.location == kRoot && stage.vars.size() > 1) def.parallel(stage.vars.back());
+  };
+  schedule_definition(stage.func, false);
+  if (stage.has_update) schedule_definition(stage.func.update(0), true);
+}
+
+}  // namespace
+
+void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule) {
+  OutputLoops loops = schedule_output(pipeline.stages.back(), schedule.output);
+  for (size_t i = 0; i + 1 < pipeline.stages.size(); ++i) {
+    const StageSchedule& s = schedule.stages[i];
+    const StageShape& shape = pipeline.shape.stages[i];
+    if (s.location == kInline) continue;
+    place(pipeline.stages[i].func, s.location, loops);
+    if (shape.kind == StageKind::Anchor)
+      schedule_anchor(pipeline.stages[i], shape, s, schedule.output, loops.parallel);
+    else
+      schedule_plain_stage(pipeline.stages[i], shape, s, schedule.output, loops.parallel);
+  }
+}
+
+}  // namespace tlm

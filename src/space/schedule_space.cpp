@@ -1,0 +1,236 @@
+#include "space/schedule_space.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+constexpr int64_t kMaxOutputVector = 64;  // 4 AVX-512 registers of fp32 lanes
+constexpr int64_t kMaxReductionUnroll = 16;
+const std::vector<int64_t> kStageVectorWidths = {1, 2, 4, 8, 16};
+
+std::vector<int64_t> range(int64_t lo, int64_t hi) {  // [lo, hi]
+  std::vector<int64_t> v;
+  for (int64_t i = lo; i <= hi; ++i) v.push_back(i);
+  return v;
+}
+
+std::vector<int64_t> power_of_two_divisors(int64_t n, int64_t cap) {
+  std::vector<int64_t> v;
+  for (int64_t w = 1; w <= cap && n % w == 0; w *= 2) v.push_back(w);
+  return v;
+}
+
+long double pairs_count(int64_t extent) {  // (t1, t2) with t2 | t1 | extent
+  long double count = 0;
+  for (int64_t t1 : divisors(extent)) count += divisors(t1).size();
+  return count;
+}
+
+long double width_pairs_count(int64_t extent) {  // (t1, t2, width) for the vector dim
+  long double count = 0;
+  for (int64_t t1 : divisors(extent))
+    for (int64_t t2 : divisors(t1)) count += power_of_two_divisors(t2, kMaxOutputVector).size();
+  return count;
+}
+
+}  // namespace
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> small, large;
+  for (int64_t i = 1; i * i <= n; ++i) {
+    if (n % i) continue;
+    small.push_back(i);
+    if (i != n / i) large.push_back(n / i);
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+ScheduleSpace::ScheduleSpace(const TaskShape& shape) : shape_(shape) {
+  stage_points_.resize(shape_.stages.size());
+  add_output_points();
+  for (size_t s = shape_.stages.size() - 1; s-- > 0;) add_stage_points(s);
+}
+
+int ScheduleSpace::add(DecisionPoint point) {
+  points_.push_back(std::move(point));
+  return static_cast<int>(points_.size()) - 1;
+}
+
+void ScheduleSpace::add_output_points() {
+  const auto& extents = shape_.output().extents;
+  for (size_t d = 0; d < extents.size(); ++d) {
+    std::string dim = "d" + std::to_string(d);
+    tile1_.push_back(add({"out.tile1." + dim, DecisionPoint::Rule::Fixed, divisors(extents[d])}));
+    tile2_.push_back(add({"out.tile2." + dim, DecisionPoint::Rule::DivisorsOf, {}, tile1_.back()}));
+  }
+  int dims = static_cast<int>(extents.size());
+  vector_dim_ = add({"out.vector_dim", DecisionPoint::Rule::Fixed, range(0, dims - 1)});
+  vector_width_ = add(
+      {"out.vector_width", DecisionPoint::Rule::VectorWidth, {}, vector_dim_, kMaxOutputVector});
+  unroll_ = add({"out.unroll", DecisionPoint::Rule::Fixed, {0, 1}});
+  parallel_ = add({"out.parallel", DecisionPoint::Rule::Fixed, range(0, dims)});
+}
+
+void ScheduleSpace::add_stage_points(size_t s) {
+  const StageShape& stage = shape_.stages[s];
+  StagePoints& sp = stage_points_[s];
+  std::string prefix = stage.name + ".";
+  std::vector<int64_t> locations = {kRoot, kCacheTile, kRegisterTile};
+  if (stage.kind == StageKind::Producer) locations.insert(locations.begin(), kInline);
+  sp.location = add({prefix + "location", DecisionPoint::Rule::Fixed, locations});
+  if (stage.kind != StageKind::Anchor)
+    sp.vector_width =
+        add({prefix + "vector_width", DecisionPoint::Rule::Fixed, kStageVectorWidths});
+  for (size_t r = 0; r < stage.rextents.size(); ++r)
+    sp.rsplit.push_back(add({prefix + "rsplit.r" + std::to_string(r), DecisionPoint::Rule::Fixed,
+                             divisors(stage.rextents[r])}));
+  if (stage.rextents.empty()) return;
+  sp.order = add({prefix + "reduction_order", DecisionPoint::Rule::Fixed, range(0, 2)});
+  sp.unroll_reduction = add({prefix + "unroll_reduction",
+                             DecisionPoint::Rule::UnrollIfSmall,
+                             {},
+                             sp.rsplit[0],
+                             kMaxReductionUnroll});
+}
+
+std::vector<int64_t> ScheduleSpace::legal_values(size_t i,
+                                                 const std::vector<int64_t>& prefix) const {
+  const DecisionPoint& p = points_.at(i);
+  switch (p.rule) {
+    case DecisionPoint::Rule::Fixed:
+      return p.values;
+    case DecisionPoint::Rule::DivisorsOf:
+      return divisors(prefix.at(p.ref));
+    case DecisionPoint::Rule::VectorWidth:
+      return power_of_two_divisors(prefix.at(tile2_.at(prefix.at(p.ref))), p.cap);
+    case DecisionPoint::Rule::UnrollIfSmall:
+      return prefix.at(p.ref) <= p.cap ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
+  }
+  return {};
+}
+
+std::string ScheduleSpace::describe_point(size_t i) const {
+  const DecisionPoint& p = points_.at(i);
+  std::string cap = std::to_string(p.cap);
+  switch (p.rule) {
+    case DecisionPoint::Rule::Fixed: {
+      std::string text = "{";
+      for (size_t k = 0; k < p.values.size(); ++k)
+        text += (k ? "," : "") + std::to_string(p.values[k]);
+      return text + "}";
+    }
+    case DecisionPoint::Rule::DivisorsOf:
+      return "divisors of " + points_[p.ref].name;
+    case DecisionPoint::Rule::VectorWidth:
+      return "powers of two <= " + cap + " dividing the register tile of " + points_[p.ref].name;
+    case DecisionPoint::Rule::UnrollIfSmall:
+      return "{0,1} if " + points_[p.ref].name + " <= " + cap + ", else {0}";
+  }
+  return "";
+}
+
+void ScheduleSpace::check(const std::vector<int64_t>& decisions) const {
+  if (decisions.size() != points_.size())
+    throw Error("schedule has " + std::to_string(decisions.size()) + " decisions, the space has " +
+                std::to_string(points_.size()) + " points");
+  for (size_t i = 0; i < points_.size(); ++i) {
+    auto legal = legal_values(i, decisions);
+    if (std::find(legal.begin(), legal.end(), decisions[i]) == legal.end())
+      throw Error("decision " + points_[i].name + "=" + std::to_string(decisions[i]) +
+                  " is not legal here");
+  }
+}
+
+bool ScheduleSpace::is_legal(const std::vector<int64_t>& decisions) const {
+  try {
+    check(decisions);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+std::vector<int64_t> ScheduleSpace::sample(std::mt19937_64& rng) const {
+  return repair({}, 0, rng);
+}
+
+std::vector<int64_t> ScheduleSpace::repair(std::vector<int64_t> decisions, size_t from,
+                                           std::mt19937_64& rng) const {
+  decisions.resize(points_.size(), -1);
+  for (size_t i = std::min(from, points_.size()); i < points_.size(); ++i) {
+    auto legal = legal_values(i, decisions);
+    if (std::find(legal.begin(), legal.end(), decisions[i]) != legal.end()) continue;
+    decisions[i] = legal[std::uniform_int_distribution<size_t>(0, legal.size() - 1)(rng)];
+  }
+  return decisions;
+}
+
+Schedule ScheduleSpace::decode(const std::vector<int64_t>& decisions) const {
+  check(decisions);
+  Schedule schedule;
+  OutputSchedule& out = schedule.output;
+  for (size_t d = 0; d < tile1_.size(); ++d) {
+    out.tile1.push_back(decisions[tile1_[d]]);
+    out.tile2.push_back(decisions[tile2_[d]]);
+  }
+  out.vector_dim = static_cast<int>(decisions[vector_dim_]);
+  out.vector_width = static_cast<int>(decisions[vector_width_]);
+  out.unroll = decisions[unroll_] != 0;
+  out.parallel_loops = static_cast<int>(decisions[parallel_]);
+  schedule.stages.resize(shape_.stages.size());
+  for (size_t s = 0; s + 1 < shape_.stages.size(); ++s) {
+    const StagePoints& sp = stage_points_[s];
+    StageSchedule& st = schedule.stages[s];
+    st.location = static_cast<int>(decisions[sp.location]);
+    st.vector_width =
+        sp.vector_width >= 0 ? static_cast<int>(decisions[sp.vector_width]) : out.vector_width;
+    for (int r : sp.rsplit) st.rsplit.push_back(decisions[r]);
+    if (sp.order >= 0) st.reduction_order = static_cast<int>(decisions[sp.order]);
+    if (sp.unroll_reduction >= 0) st.unroll_reduction = decisions[sp.unroll_reduction] != 0;
+  }
+  return schedule;
+}
+
+double ScheduleSpace::log10_size() const {
+  // Output tiling: sum over the vector dim of (its tile/width triples x other dims' pairs).
+  const auto& extents = shape_.output().extents;
+  long double tiling = 0;
+  for (size_t v = 0; v < extents.size(); ++v) {
+    long double term = width_pairs_count(extents[v]);
+    for (size_t d = 0; d < extents.size(); ++d)
+      if (d != v) term *= pairs_count(extents[d]);
+    tiling += term;
+  }
+  double log_size = std::log10(static_cast<double>(tiling));
+  log_size += std::log10(2.0 * (extents.size() + 1));  // unroll, parallel
+  for (size_t s = 0; s + 1 < shape_.stages.size(); ++s) {
+    const StagePoints& sp = stage_points_[s];
+    log_size += std::log10(double(points_[sp.location].values.size()));
+    if (sp.vector_width >= 0) log_size += std::log10(double(kStageVectorWidths.size()));
+    for (size_t r = 1; r < sp.rsplit.size(); ++r)
+      log_size += std::log10(double(points_[sp.rsplit[r]].values.size()));
+    if (sp.rsplit.empty()) continue;
+    double first = 0;  // the first split and whether its loop may be unrolled
+    for (int64_t f : points_[sp.rsplit[0]].values) first += f <= kMaxReductionUnroll ? 2 : 1;
+    log_size += std::log10(first) + std::log10(3.0);  // and the reduction order
+  }
+  return log_size;
+}
+
+std::string ScheduleSpace::size_text() const {
+  double l = log10_size();
+  char buf[64];
+  if (l < 15)
+    std::snprintf(buf, sizeof buf, "%.0f", std::round(std::pow(10.0, l)));
+  else
+    std::snprintf(buf, sizeof buf, "10^%.2f", l);
+  return buf;
+}
+
+}  // namespace tlm

@@ -1,0 +1,87 @@
+// ScheduleSpace: every legal schedule of one task on an x86-64 CPU, as a fixed sequence
+// of decision points. Each point offers every legal value given the decisions before it
+// (tile sizes are all divisors, not a hand-picked few), so any sequence of legal choices
+// is a schedule that compiles and computes the reference result.
+//
+// Sketch rules (in the spirit of Ansor's CPU sketches), in point order:
+//   output stage : two-level tiling of every pure loop (cache tile, register tile), the
+//                  vectorized loop and its width, unrolling, parallel granularity
+//   other stages : (latest first) where it is computed (inline, root, cache tile, register
+//                  tile), its vector width, the split of each reduction loop, the order of
+//                  reduction loops around the register tile, unrolling the reduction.
+// The point list and the legal-value rules live here; the Halide side is apply_schedule.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/task_shape.h"
+#include "space/schedule.h"
+
+namespace tlm {
+
+// How a point's legal values are found.
+struct DecisionPoint {
+  enum class Rule {
+    Fixed,          // `values`
+    DivisorsOf,     // divisors of the decision at `ref`
+    VectorWidth,    // powers of two <= `cap` dividing the register tile of the chosen dim
+    UnrollIfSmall,  // {0, 1} if the decision at `ref` is <= `cap`, else {0}
+  };
+  std::string name;
+  Rule rule = Rule::Fixed;
+  std::vector<int64_t> values;
+  int ref = -1;
+  int64_t cap = 0;
+};
+
+class ScheduleSpace {
+ public:
+  explicit ScheduleSpace(const TaskShape& shape);
+
+  const TaskShape& shape() const { return shape_; }
+  size_t num_points() const { return points_.size(); }
+  const DecisionPoint& point(size_t i) const { return points_[i]; }
+  // Legal values of point i given the decisions at points 0..i-1 (prefix may be longer).
+  std::vector<int64_t> legal_values(size_t i, const std::vector<int64_t>& prefix) const;
+
+  // The legal values of point i in words: the list itself, or the rule that depends on
+  // earlier decisions.
+  std::string describe_point(size_t i) const;
+
+  // Throws tlm::Error naming the first point whose value is not legal.
+  void check(const std::vector<int64_t>& decisions) const;
+  bool is_legal(const std::vector<int64_t>& decisions) const;
+
+  std::vector<int64_t> sample(std::mt19937_64& rng) const;
+  // Keeps decisions[0..from) and every later decision that is still legal; the rest are
+  // drawn at random. The result is always a complete, legal decision list.
+  std::vector<int64_t> repair(std::vector<int64_t> decisions, size_t from,
+                              std::mt19937_64& rng) const;
+
+  Schedule decode(const std::vector<int64_t>& decisions) const;
+
+  double log10_size() const;
+  std::string size_text() const;  // exact when below 1e15, else "10^x"
+
+ private:
+  int add(DecisionPoint point);
+  void add_output_points();
+  void add_stage_points(size_t stage);
+
+  TaskShape shape_;
+  std::vector<DecisionPoint> points_;
+  // Indices of points, for decode and counting.
+  std::vector<int> tile1_, tile2_;
+  int vector_dim_ = -1, vector_width_ = -1, unroll_ = -1, parallel_ = -1;
+  struct StagePoints {
+    int location = -1, vector_width = -1, order = -1, unroll_reduction = -1;
+    std::vector<int> rsplit;
+  };
+  std::vector<StagePoints> stage_points_;
+};
+
+std::vector<int64_t> divisors(int64_t n);
+
+}  // namespace tlm

@@ -1,0 +1,151 @@
+#include "tune/bench.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "measure/library_kernels.h"
+#include "space/schedule_space.h"
+#include "tune/search.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace tlm {
+namespace {
+
+bool is_search(const std::string& method, std::string& name, int& trials) {
+  auto dash = method.find('-');
+  name = method.substr(0, dash);
+  if (name != "random" && name != "evolutionary") return false;
+  trials = dash == std::string::npos ? 1000 : int(parse_int(method.substr(dash + 1), method));
+  return true;
+}
+
+// The best schedule `name` found within `trials`, searching first if the store has fewer.
+BenchEntry search_entry(const TaskSpec& task, const std::string& method, const std::string& name,
+                        int trials, Measurer& measurer, RecordStore& store,
+                        const BenchOptions& options) {
+  auto stored = [&] {
+    std::vector<Record> mine;
+    for (auto& r : store.query(task.key(), options.hardware))
+      if (r.method == name) mine.push_back(r);
+    return mine;
+  };
+  int have = int(stored().size());
+  if (have < trials) {
+    SearchOptions search{name, trials - have, 16, options.seed + have, options.hardware, true};
+    std::fprintf(stderr, "%s: %s, %d more trials\n", task.key().c_str(), name.c_str(),
+                 trials - have);
+    run_search(task, measurer, store, search);
+  }
+  auto records = stored();
+  records.resize(std::min<size_t>(records.size(), size_t(trials)));  // first `trials`, oldest first
+  BenchEntry entry{method, {}, 0, {}};
+  const Record* best = nullptr;
+  for (const auto& r : records)
+    if (r.status == "ok" && (!best || r.median_ms < best->median_ms)) best = &r;
+  if (!best)
+    entry.result.status = "none-ok";
+  else
+    entry.decisions = best->decisions;
+  return entry;
+}
+
+bool method_applies(const std::string& method, const TaskSpec& task) {
+  if (method == "onednn" || method == "openblas") return library_supports(method, task);
+  return true;
+}
+
+// The baseline's median; with no baseline named, the fastest peer's (a method that is
+// not a search in our space).
+double baseline_ms(const BenchRow& row, const std::string& baseline) {
+  double base = 0;
+  for (const auto& e : row.entries) {
+    if (e.result.status != "ok") continue;
+    bool counts = baseline.empty() ? e.decisions.empty() : e.method == baseline;
+    if (counts && (base == 0 || e.result.timing.median_ms < base)) base = e.result.timing.median_ms;
+  }
+  return base;
+}
+
+}  // namespace
+
+BenchRow bench_task(const TaskSpec& task, Measurer& measurer, RecordStore& store,
+                    const BenchOptions& options) {
+  TaskShape shape = describe_task(task);
+  BenchRow row{task.key(), shape.flops, ScheduleSpace(shape).size_text(), {}};
+  std::vector<Candidate> candidates;
+  std::vector<size_t> where;
+  for (const auto& method : options.methods) {
+    std::string name;
+    int trials = 0;
+    BenchEntry entry{method, {}, 0, {}};
+    if (is_search(method, name, trials))
+      entry = search_entry(task, method, name, trials, measurer, store, options);
+    else if (!method_applies(method, task))
+      entry.result.status = "n/a";
+    if (entry.result.status.empty()) {
+      candidates.push_back({entry.decisions.empty() ? method : "space", entry.decisions});
+      where.push_back(row.entries.size());
+    }
+    row.entries.push_back(entry);
+  }
+  auto results = measurer.measure_interleaved(task, candidates);
+  for (size_t k = 0; k < where.size(); ++k) {
+    BenchEntry& e = row.entries[where[k]];
+    e.result = results[k];
+    if (e.result.status == "ok") e.gflops = shape.flops / (e.result.timing.median_ms * 1e6);
+  }
+  return row;
+}
+
+std::string format_bench_table(const std::vector<BenchRow>& rows, const std::string& baseline) {
+  std::string out;
+  char line[512];
+  for (const auto& row : rows) {
+    double base = baseline_ms(row, baseline);
+    std::snprintf(line, sizeof line, "%s  (%.3g GFLOP, space %s)\n", row.task.c_str(),
+                  row.flops / 1e9, row.space_size.c_str());
+    out += line;
+    std::snprintf(line, sizeof line, "  %-18s %10s %10s %9s %8s\n", "method", "median_ms", "min_ms",
+                  "GFLOP/s", baseline.empty() ? "vs_peer" : ("vs_" + baseline).c_str());
+    out += line;
+    for (const auto& e : row.entries) {
+      if (e.result.status != "ok") {
+        std::snprintf(line, sizeof line, "  %-18s %s %s\n", e.method.c_str(),
+                      e.result.status.c_str(), e.result.detail.substr(0, 80).c_str());
+      } else {
+        std::snprintf(line, sizeof line, "  %-18s %10.4f %10.4f %9.1f %8.2fx\n", e.method.c_str(),
+                      e.result.timing.median_ms, e.result.timing.min_ms, e.gflops,
+                      base > 0 ? base / e.result.timing.median_ms : 0.0);
+      }
+      out += line;
+    }
+  }
+  return out;
+}
+
+void write_bench_json(const std::string& path, const std::vector<BenchRow>& rows) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& row : rows) {
+    nlohmann::json methods = nlohmann::json::object();
+    for (const auto& e : row.entries)
+      methods[e.method] = {{"status", e.result.status},
+                           {"median_ms", e.result.timing.median_ms},
+                           {"min_ms", e.result.timing.min_ms},
+                           {"runs", e.result.timing.runs},
+                           {"gflops", e.gflops},
+                           {"decisions", e.decisions},
+                           {"schedule", e.result.detail}};
+    j.push_back({{"task", row.task},
+                 {"flops", row.flops},
+                 {"space_size", row.space_size},
+                 {"methods", methods}});
+  }
+  std::ofstream out(path);
+  if (!out) throw Error("cannot write '" + path + "'");
+  out << j.dump(2) << "\n";
+}
+
+}  // namespace tlm

@@ -1,0 +1,40 @@
+// Benchmark of one task across methods in one harness: our searches (best schedule found
+// with a trial budget, e.g. "evolutionary-1000"), the Halide autoschedulers and the vendor
+// libraries, all verified and then timed interleaved in one worker process.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "graph/task_spec.h"
+#include "measure/measurer.h"
+#include "store/record_store.h"
+
+namespace tlm {
+
+struct BenchOptions {
+  std::vector<std::string> methods;
+  std::string baseline;  // ratios are baseline time / method time; empty = fastest peer
+  std::string hardware;
+  uint64_t seed = 1;
+};
+
+struct BenchEntry {
+  std::string method;
+  MeasureResult result;  // status "n/a" when the method does not apply to the task
+  double gflops = 0;
+  std::vector<int64_t> decisions;  // for methods searching our space
+};
+
+struct BenchRow {
+  std::string task;
+  double flops = 0;
+  std::string space_size;
+  std::vector<BenchEntry> entries;
+};
+
+BenchRow bench_task(const TaskSpec& task, Measurer& measurer, RecordStore& store,
+                    const BenchOptions& options);
+std::string format_bench_table(const std::vector<BenchRow>& rows, const std::string& baseline);
+void write_bench_json(const std::string& path, const std::vector<BenchRow>& rows);
+
+}  // namespace tlm

@@ -1,0 +1,35 @@
+// Search in our own schedule space: random sampling and an evolutionary search, each
+// with a budget of measured trials. Every measured candidate, good or bad, is stored;
+// the evolutionary population is read back from the store, so a search resumes where
+// an earlier one (of any method) left off. These are baselines for the generator and
+// produce its training data.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "graph/task_spec.h"
+#include "measure/measurer.h"
+#include "store/record_store.h"
+
+namespace tlm {
+
+struct SearchOptions {
+  std::string method = "evolutionary";  // random | evolutionary
+  int trials = 64;
+  int batch = 16;  // candidates measured between two store commits
+  uint64_t seed = 1;
+  std::string hardware;  // fingerprint stored with each record
+  bool progress = true;  // progress line on stderr
+};
+
+struct SearchReport {
+  int measured = 0;
+  int ok = 0;
+  double seconds = 0;
+  Record best;  // status empty when nothing passed
+};
+
+SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& store,
+                        const SearchOptions& options);
+
+}  // namespace tlm

@@ -1,0 +1,342 @@
+// Tests of the SQLite record store: exact round trips, idempotent merges, best(),
+// refusal of corrupt and foreign files (left untouched), and survival of SIGKILL
+// during writes (the store_writer helper is killed mid-stream).
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "store/record_store.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace fs = std::filesystem;
+using tlm::Record;
+using tlm::RecordStore;
+
+namespace {
+
+// A fresh directory per test, removed afterwards.
+class RecordStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "tlm_store_XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name = "records.db") const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+Record make_record(const std::string& task, const std::string& hw, std::vector<int64_t> decisions,
+                   const std::string& status, double median) {
+  Record r;
+  r.hardware = hw;
+  r.task_key = task;
+  r.task_spec = task + " as written";
+  r.decisions = std::move(decisions);
+  r.method = "random";
+  r.status = status;
+  r.min_ms = median * 0.9;
+  r.median_ms = median;
+  r.runs = 5;
+  r.created = 1700000000.0 + median;
+  return r;
+}
+
+void expect_same(const Record& a, const Record& b) {
+  EXPECT_EQ(a.hardware, b.hardware);
+  EXPECT_EQ(a.task_key, b.task_key);
+  EXPECT_EQ(a.task_spec, b.task_spec);
+  EXPECT_EQ(a.decisions, b.decisions);
+  EXPECT_EQ(a.method, b.method);
+  EXPECT_EQ(a.status, b.status);
+  EXPECT_EQ(a.min_ms, b.min_ms);  // exact: doubles are stored as doubles
+  EXPECT_EQ(a.median_ms, b.median_ms);
+  EXPECT_EQ(a.runs, b.runs);
+  EXPECT_EQ(a.checkpoint, b.checkpoint);
+  EXPECT_EQ(a.detail, b.detail);
+  EXPECT_EQ(a.created, b.created);
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string random_bytes(size_t size, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::string bytes(size, '\0');
+  for (char& c : bytes) c = static_cast<char>(gen() & 0xff);
+  return bytes;
+}
+
+// Runs one SQL script on a database through the plain sqlite3 API.
+void run_sql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+// The first column of the first row of a query, as text.
+std::string sql_value(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string value;
+  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW)
+      value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return value;
+}
+
+// Expects opening `path` to throw tlm::Error whose message contains `fragment`.
+void expect_refused(const std::string& path, const std::string& fragment) {
+  try {
+    RecordStore store(path);
+    ADD_FAILURE() << "opened " << path;
+  } catch (const tlm::Error& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find(fragment), std::string::npos) << message;
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
+TEST_F(RecordStoreTest, RoundTripsEveryFieldExactly) {
+  Record r;
+  r.hardware = "x86-64-avx512 cores=16 l1=48K l2=2M l3=32M";
+  r.task_key = "conv2d:n1:c64:h56";
+  r.task_spec = "conv2d n=1 c=64 h=56 'quoted' \"double\" ünïcödé";
+  r.decisions = {0, -1, 42, std::numeric_limits<int64_t>::max(),
+                 std::numeric_limits<int64_t>::min()};
+  r.method = "evolutionary";
+  r.status = "ok";
+  r.min_ms = 0.1;
+  r.median_ms = 1.0 / 3.0;
+  r.runs = 7;
+  r.checkpoint = "ckpt-2024-01";
+  r.detail = std::string("line one\nline two, with a nul: ") + '\0' + "end";
+  r.created = 1712345678.123456789;
+  Record empty = make_record("empty", "hw", {}, "crash", 1e-300);
+  {
+    RecordStore store(path());
+    EXPECT_EQ(store.add({r, empty}), 2);
+  }
+  RecordStore store(path());
+  std::vector<Record> got = store.query(r.task_key);
+  ASSERT_EQ(got.size(), 1u);
+  expect_same(got[0], r);
+  got = store.query("empty", "hw");
+  ASSERT_EQ(got.size(), 1u);
+  expect_same(got[0], empty);
+}
+
+TEST_F(RecordStoreTest, AddingTheSameBatchTwiceIsANoOp) {
+  RecordStore store(path());
+  std::vector<Record> batch;
+  for (int i = 0; i < 10; ++i) batch.push_back(make_record("t", "hw", {i, i + 1}, "ok", i + 1.0));
+  EXPECT_EQ(store.add(batch), 10);
+  EXPECT_EQ(store.add(batch), 0);
+  EXPECT_EQ(store.count(), 10);
+  // Same decisions on another hardware or task are different records.
+  batch[0].hardware = "other-hw";
+  batch[1].task_key = "other-task";
+  EXPECT_EQ(store.add(batch), 2);
+  EXPECT_EQ(store.count(), 12);
+  EXPECT_EQ(store.add({}), 0);
+}
+
+TEST_F(RecordStoreTest, MergesIdempotentlyAcrossConnections) {
+  RecordStore a(path());
+  RecordStore b(path());
+  std::vector<Record> batch = {make_record("t", "hw", {1}, "ok", 1),
+                               make_record("t", "hw", {2}, "ok", 2)};
+  EXPECT_EQ(a.add(batch), 2);
+  EXPECT_EQ(b.add(batch), 0);
+  EXPECT_EQ(b.add({make_record("t", "hw", {3}, "ok", 3)}), 1);
+  EXPECT_EQ(a.count(), 3);
+}
+
+TEST_F(RecordStoreTest, BestReturnsFastestOkRecordsFirst) {
+  RecordStore store(path());
+  store.add({make_record("t", "hw", {1}, "ok", 5.0), make_record("t", "hw", {2}, "timeout", 0.5),
+             make_record("t", "hw", {3}, "ok", 2.0),
+             make_record("t", "hw", {4}, "wrong-result", 1.0),
+             make_record("t", "hw", {5}, "ok", 3.0), make_record("t", "hw2", {6}, "ok", 0.1),
+             make_record("u", "hw", {7}, "ok", 0.2)});
+  std::vector<Record> best = store.best("t", "hw", 10);
+  ASSERT_EQ(best.size(), 3u);
+  EXPECT_EQ(best[0].median_ms, 2.0);
+  EXPECT_EQ(best[1].median_ms, 3.0);
+  EXPECT_EQ(best[2].median_ms, 5.0);
+  best = store.best("t", "hw", 2);
+  ASSERT_EQ(best.size(), 2u);
+  EXPECT_EQ(best[0].decisions, std::vector<int64_t>{3});
+  EXPECT_TRUE(store.best("t", "hw", 0).empty());
+  EXPECT_TRUE(store.best("none", "hw", 5).empty());
+}
+
+TEST_F(RecordStoreTest, QueriesOldestFirstAndListsTaskKeys) {
+  RecordStore store(path());
+  store.add({make_record("b", "hw1", {1}, "ok", 3.0), make_record("a", "hw1", {1}, "ok", 1.0),
+             make_record("b", "hw2", {2}, "crash", 2.0)});
+  std::vector<Record> all = store.query("b");
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_LT(all[0].created, all[1].created);
+  EXPECT_EQ(all[0].hardware, "hw2");
+  ASSERT_EQ(store.query("b", "hw1").size(), 1u);
+  EXPECT_TRUE(store.query("b", "hw3").empty());
+  EXPECT_EQ(store.task_keys(), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST_F(RecordStoreTest, DecisionsHashIsStableAndDistinguishesLists) {
+  Record a, b, c;
+  a.decisions = {1, 2, 3};
+  b.decisions = {1, 2, 3};
+  c.decisions = {12, 3};
+  EXPECT_EQ(a.decisions_hash(), tlm::hash_hex("[1,2,3]"));
+  EXPECT_EQ(a.decisions_hash(), b.decisions_hash());
+  EXPECT_NE(a.decisions_hash(), c.decisions_hash());
+  b.task_key = "not part of the hash";
+  EXPECT_EQ(a.decisions_hash(), b.decisions_hash());
+}
+
+TEST_F(RecordStoreTest, CreatesTheSchemaWithMetaInWalMode) {
+  { RecordStore store(path()); }
+  EXPECT_EQ(sql_value(path(), "SELECT value FROM meta WHERE key = 'application'"), "tlm-records");
+  EXPECT_EQ(sql_value(path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "1");
+  EXPECT_EQ(sql_value(path(), "PRAGMA journal_mode"), "wal");
+}
+
+TEST_F(RecordStoreTest, OpensAnEmptyFileAsANewStore) {
+  write_bytes(path(), "");
+  RecordStore store(path());
+  EXPECT_EQ(store.count(), 0);
+  EXPECT_EQ(store.add({make_record("t", "hw", {1}, "ok", 1)}), 1);
+}
+
+TEST_F(RecordStoreTest, RefusesRandomBytesAndLeavesThemUntouched) {
+  std::string bytes = random_bytes(8192, 1);
+  write_bytes(path(), bytes);
+  expect_refused(path(), "not a tlm record database");
+  EXPECT_EQ(read_bytes(path()), bytes);
+  EXPECT_FALSE(fs::exists(path() + "-wal"));
+}
+
+TEST_F(RecordStoreTest, RefusesACorruptDatabaseAndLeavesItUntouched) {
+  { RecordStore store(path()); }
+  // A real header, followed by garbage where the schema pages were.
+  std::string bytes = read_bytes(path());
+  ASSERT_GE(bytes.size(), 100u);
+  std::string corrupt = bytes.substr(0, 100) + random_bytes(8192 - 100, 2);
+  write_bytes(path(), corrupt);
+  expect_refused(path(), "not a tlm record database");
+  EXPECT_EQ(read_bytes(path()), corrupt);
+}
+
+TEST_F(RecordStoreTest, RefusesAnotherProgramsDatabaseAndLeavesItUntouched) {
+  run_sql(path(), "CREATE TABLE foo (x INTEGER); INSERT INTO foo VALUES (1);");
+  std::string bytes = read_bytes(path());
+  expect_refused(path(), "a SQLite database of another program");
+  EXPECT_EQ(read_bytes(path()), bytes);
+  EXPECT_EQ(sql_value(path(), "PRAGMA journal_mode"), "delete");
+
+  run_sql(path("meta.db"),
+          "CREATE TABLE meta (key TEXT, value TEXT);"
+          "INSERT INTO meta VALUES ('application', 'someone-else');");
+  bytes = read_bytes(path("meta.db"));
+  expect_refused(path("meta.db"), "a SQLite database of another program");
+  EXPECT_EQ(read_bytes(path("meta.db")), bytes);
+}
+
+TEST_F(RecordStoreTest, RefusesAPathThatCannotBeOpened) {
+  expect_refused((dir_ / "missing-dir" / "records.db").string(), "cannot open");
+}
+
+// Reads whole lines from `fd` until `wanted` lines arrived; the last one is returned in
+// `last`. False if the writer stopped or was silent for 30 seconds.
+bool read_lines(int fd, int wanted, std::string& pending, std::string& last) {
+  int lines = 0;
+  while (lines < wanted) {
+    pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 30000) <= 0) return false;
+    char buf[4096];
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) return false;
+    pending.append(buf, n);
+    for (size_t eol; (eol = pending.find('\n')) != std::string::npos; ++lines) {
+      last = pending.substr(0, eol);
+      pending.erase(0, eol + 1);
+    }
+  }
+  return true;
+}
+
+// Starts store_writer on `db` with its stdout on a pipe; returns its pid.
+pid_t start_writer(const std::string& db, int& out_fd) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    const char* writer = STORE_WRITER_PATH;
+    char* const args[] = {const_cast<char*>(writer), const_cast<char*>(db.c_str()), nullptr};
+    execv(writer, args);
+    _exit(127);
+  }
+  close(fds[1]);
+  out_fd = fds[0];
+  return pid;
+}
+
+TEST_F(RecordStoreTest, SurvivesSigkillDuringWrites) {
+  int64_t committed = 0;
+  for (int round = 0; round < 3; ++round) {
+    int fd = -1;
+    pid_t pid = start_writer(path(), fd);
+    ASSERT_GT(pid, 0);
+    std::string pending, last;
+    bool ok = read_lines(fd, 5 + 3 * round, pending, last);
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(fd);
+    ASSERT_TRUE(ok) << "store_writer stopped early";
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    int64_t reported = tlm::parse_int(last, "store_writer output");
+    EXPECT_GE(reported, committed + 250);  // each round committed at least 5 batches of 50
+    committed = reported;
+
+    RecordStore store(path());  // must open after the kill
+    EXPECT_GE(store.count(), committed);
+    EXPECT_EQ(store.count() % 50, 0) << "a batch was partly committed";
+    EXPECT_EQ(sql_value(path(), "PRAGMA integrity_check"), "ok");
+  }
+}
+
+}  // namespace
