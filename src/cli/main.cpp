@@ -96,6 +96,7 @@ void run_measure(const std::string& spec, const std::string& method, const std::
   if (!decisions.empty())
     for (const auto& v : split(decisions, ','))
       candidate.decisions.push_back(parse_int(v, "--decisions"));
+  if (method == "space") ScheduleSpace(describe_task(task)).check(candidate.decisions);
   Measurer measurer(measure_options(flags));
   MeasureResult r = measurer.measure_each(task, {candidate}).at(0);
   std::printf("%s %s: %s median %.4f ms min %.4f ms (%d runs) build %.0f ms max_error %.2g\n",

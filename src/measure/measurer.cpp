@@ -138,6 +138,7 @@ std::vector<MeasureResult> Measurer::measure_each(const TaskSpec& task,
     std::string answer =
         exchange(encode_request(task, {candidate}, false, options_.timing), failure);
     results.push_back(answer.empty() ? failure : decode_response(answer).at(0));
+    if (results.back().status == "oom") stop_worker();  // its heap may still be exhausted
   }
   return results;
 }

@@ -35,8 +35,10 @@ class PipelineBuilder {
 
   void add_stage(StageKind kind, Func func, const std::vector<Var>& vars,
                  const std::vector<int64_t>& extents, const std::vector<int>& output_dim,
-                 const RDom& rdom = RDom(), const std::vector<int64_t>& rextents = {}) {
-    StageShape shape{func.name(), kind, extents, output_dim, rextents};
+                 const RDom& rdom = RDom(), const std::vector<int64_t>& rextents = {},
+                 bool feeds_next = false) {
+    int index = static_cast<int>(pipeline_.stages.size());
+    StageShape shape{func.name(), kind, extents, output_dim, rextents, feeds_next ? index + 1 : -1};
     pipeline_.shape.stages.push_back(shape);
     pipeline_.stages.push_back({func, vars, rdom, !rextents.empty()});
   }
@@ -140,7 +142,8 @@ Func padded_input(PipelineBuilder& b, ImageParam X, const Window& win, Expr fill
   Expr yc = Halide::clamp(y - p, 0, X.dim(1).extent() - 1);
   src(x, y, c, n) = Halide::select(inside, X(xc, yc, c, n), fill);
   b.add_stage(StageKind::Producer, src, {x, y, c, n},
-              {win.w + 2 * win.pad, win.h + 2 * win.pad, win.c, win.n}, {0, 1, -1, 3});
+              {win.w + 2 * win.pad, win.h + 2 * win.pad, win.c, win.n}, {0, 1, -1, 3}, RDom(), {},
+              true);
   return src;
 }
 
@@ -213,13 +216,13 @@ TaskPipeline build_global_pool(PipelineBuilder& b) {
 // A row reduction over the columns of X(col, row): `init` then `update(acc, X(r, row))`.
 Func row_reduction(PipelineBuilder& b, const std::string& name, int64_t rows, int64_t cols,
                    Expr init, const std::function<Expr(Expr, Expr)>& update,
-                   const std::function<Expr(Expr)>& term) {
+                   const std::function<Expr(Expr)>& term, bool feeds_next) {
   Var row("row");
   RDom r(0, static_cast<int>(cols), "r" + name);
   Func f(name);
   f(row) = init;
   f(row) = update(f(row), term(r.x));
-  b.add_stage(StageKind::Reduction, f, {row}, {rows}, {1}, r, {cols});
+  b.add_stage(StageKind::Reduction, f, {row}, {rows}, {1}, r, {cols}, feeds_next);
   return f;
 }
 
@@ -240,24 +243,24 @@ TaskPipeline build_row_op(PipelineBuilder& b) {
   if (op == "softmax") {
     Func mx = row_reduction(
         b, "rowmax", rows, cols, Halide::Float(32).min(),
-        [](Expr a, Expr v) { return Halide::max(a, v); }, x_at);
+        [](Expr a, Expr v) { return Halide::max(a, v); }, x_at, true);
     Func sum = row_reduction(b, "rowsum", rows, cols, 0.0f, plus,
-                             [&](Expr c) { return Halide::exp(X(c, row) - mx(row)); });
+                             [&](Expr c) { return Halide::exp(X(c, row) - mx(row)); }, false);
     value = Halide::exp(X(col, row) - mx(row)) / sum(row);
   } else if (op == "layernorm") {
     ImageParam gamma = b.input("gamma", {cols}), beta = b.input("beta", {cols});
-    Func s1 = row_reduction(b, "rowsum", rows, cols, 0.0f, plus, x_at);
+    Func s1 = row_reduction(b, "rowsum", rows, cols, 0.0f, plus, x_at, true);
     Func s2 = row_reduction(b, "rowvar", rows, cols, 0.0f, plus, [&](Expr c) {
       Expr d = X(c, row) - s1(row) * inv_cols;
       return d * d;
-    });
+    }, false);
     value =
         (X(col, row) - s1(row) * inv_cols) / Halide::sqrt(s2(row) * inv_cols + eps) * gamma(col) +
         beta(col);
   } else {  // rmsnorm
     ImageParam gamma = b.input("gamma", {cols});
     Func ss = row_reduction(b, "rowsq", rows, cols, 0.0f, plus,
-                            [&](Expr c) { return X(c, row) * X(c, row); });
+                            [&](Expr c) { return X(c, row) * X(c, row); }, false);
     value = X(col, row) / Halide::sqrt(ss(row) * inv_cols + eps) * gamma(col);
   }
   b.add_output(value, vars, {rows, cols}, 0);

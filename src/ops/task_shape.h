@@ -24,6 +24,7 @@ struct StageShape {
   std::vector<int64_t> extents;   // pure loops, innermost first (Halide order)
   std::vector<int> output_dim;    // per pure loop: the output loop it follows, or -1
   std::vector<int64_t> rextents;  // reduction loops, innermost first; empty if pure
+  int feeds = -1;                 // a later non-output stage that reads this one, or -1
 };
 
 struct InputShape {

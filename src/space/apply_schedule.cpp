@@ -79,10 +79,26 @@ OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s) {
   return {out, LoopLevel(out, tile_loop), LoopLevel(out, mid[0]), s.parallel_loops > 0};
 }
 
-void place(Func f, int location, const OutputLoops& loops) {
+void place_in_output(Func f, int location, const OutputLoops& loops) {
   if (location == kRoot) f.compute_root();
   if (location == kCacheTile) f.compute_at(loops.cache_tile);
   if (location == kRegisterTile) f.compute_at(loops.register_tile);
+}
+
+// Places stage i; a producer of another stage goes with that consumer or inside the
+// consumer's tile loops (the anchor's outer loops, see schedule_anchor).
+void place(TaskPipeline& pipeline, const Schedule& schedule, size_t i, const OutputLoops& loops) {
+  Func f = pipeline.stages[i].func;
+  int location = schedule.stages[i].location;
+  int consumer = pipeline.shape.stages[i].feeds;
+  if (location == kWithConsumer) {
+    place_in_output(f, schedule.stages[consumer].location, loops);
+  } else if (location == kInsideConsumer) {
+    const PipelineStage& c = pipeline.stages[consumer];
+    f.compute_at(c.func, Var(c.vars[0].name() + "_ao"));
+  } else {
+    place_in_output(f, location, loops);
+  }
 }
 
 // The stage's dim that follows the output's vector dim (its own dim 0 if none does).
@@ -173,7 +189,7 @@ void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule) {
     const StageSchedule& s = schedule.stages[i];
     const StageShape& shape = pipeline.shape.stages[i];
     if (s.location == kInline) continue;
-    place(pipeline.stages[i].func, s.location, loops);
+    place(pipeline, schedule, i, loops);
     if (shape.kind == StageKind::Anchor)
       schedule_anchor(pipeline.stages[i], shape, s, schedule.output, loops.parallel);
     else

@@ -13,7 +13,17 @@
 
 namespace tlm {
 
-enum Location : int { kInline = 0, kRoot = 1, kCacheTile = 2, kRegisterTile = 3 };
+// Where a stage is computed. Stages read by the output are placed in the output's loop
+// nest (root, cache tile, register tile); a producer read by another stage is placed
+// relative to that consumer (with it, or inside its tile loops).
+enum Location : int {
+  kInline = 0,
+  kRoot = 1,
+  kCacheTile = 2,
+  kRegisterTile = 3,
+  kWithConsumer = 4,
+  kInsideConsumer = 5,
+};
 
 // Reduction loop order around the stage's register tile (innermost first).
 enum ReductionOrder : int {

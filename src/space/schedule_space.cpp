@@ -81,9 +81,17 @@ void ScheduleSpace::add_stage_points(size_t s) {
   const StageShape& stage = shape_.stages[s];
   StagePoints& sp = stage_points_[s];
   std::string prefix = stage.name + ".";
-  std::vector<int64_t> locations = {kRoot, kCacheTile, kRegisterTile};
-  if (stage.kind == StageKind::Producer) locations.insert(locations.begin(), kInline);
-  sp.location = add({prefix + "location", DecisionPoint::Rule::Fixed, locations});
+  if (stage.feeds >= 0 && stage.kind == StageKind::Producer) {
+    sp.location = add({prefix + "location", DecisionPoint::Rule::Fixed,
+                       {kInline, kRoot, kWithConsumer, kInsideConsumer}});
+  } else if (stage.feeds >= 0) {
+    sp.location = add({prefix + "location", DecisionPoint::Rule::AtMost, {},
+                       stage_points_[stage.feeds].location});
+  } else {
+    std::vector<int64_t> locations = {kRoot, kCacheTile, kRegisterTile};
+    if (stage.kind == StageKind::Producer) locations.insert(locations.begin(), kInline);
+    sp.location = add({prefix + "location", DecisionPoint::Rule::Fixed, locations});
+  }
   if (stage.kind != StageKind::Anchor)
     sp.vector_width =
         add({prefix + "vector_width", DecisionPoint::Rule::Fixed, kStageVectorWidths});
@@ -111,6 +119,8 @@ std::vector<int64_t> ScheduleSpace::legal_values(size_t i,
       return power_of_two_divisors(prefix.at(tile2_.at(prefix.at(p.ref))), p.cap);
     case DecisionPoint::Rule::UnrollIfSmall:
       return prefix.at(p.ref) <= p.cap ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
+    case DecisionPoint::Rule::AtMost:
+      return range(1, prefix.at(p.ref));
   }
   return {};
 }
@@ -131,6 +141,8 @@ std::string ScheduleSpace::describe_point(size_t i) const {
       return "powers of two <= " + cap + " dividing the register tile of " + points_[p.ref].name;
     case DecisionPoint::Rule::UnrollIfSmall:
       return "{0,1} if " + points_[p.ref].name + " <= " + cap + ", else {0}";
+    case DecisionPoint::Rule::AtMost:
+      return "{1 .. " + points_[p.ref].name + "}";
   }
   return "";
 }
@@ -211,7 +223,7 @@ double ScheduleSpace::log10_size() const {
   log_size += std::log10(2.0 * (extents.size() + 1));  // unroll, parallel
   for (size_t s = 0; s + 1 < shape_.stages.size(); ++s) {
     const StagePoints& sp = stage_points_[s];
-    log_size += std::log10(double(points_[sp.location].values.size()));
+    log_size += std::log10(static_cast<double>(location_count(s)));
     if (sp.vector_width >= 0) log_size += std::log10(double(kStageVectorWidths.size()));
     for (size_t r = 1; r < sp.rsplit.size(); ++r)
       log_size += std::log10(double(points_[sp.rsplit[r]].values.size()));
@@ -221,6 +233,23 @@ double ScheduleSpace::log10_size() const {
     log_size += std::log10(first) + std::log10(3.0);  // and the reduction order
   }
   return log_size;
+}
+
+// Joint count of a stage's location and the locations of stages bound to it (AtMost);
+// a bound stage itself counts 1 here.
+long double ScheduleSpace::location_count(size_t stage) const {
+  const DecisionPoint& own = points_[stage_points_[stage].location];
+  if (own.rule == DecisionPoint::Rule::AtMost) return 1;
+  long double count = 0;
+  for (int64_t location : own.values) {
+    long double joint = 1;
+    for (size_t s = 0; s + 1 < shape_.stages.size(); ++s)
+      if (shape_.stages[s].feeds == int(stage) &&
+          points_[stage_points_[s].location].rule == DecisionPoint::Rule::AtMost)
+        joint *= location;
+    count += joint;
+  }
+  return count;
 }
 
 std::string ScheduleSpace::size_text() const {

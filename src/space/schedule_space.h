@@ -28,6 +28,7 @@ struct DecisionPoint {
     DivisorsOf,     // divisors of the decision at `ref`
     VectorWidth,    // powers of two <= `cap` dividing the register tile of the chosen dim
     UnrollIfSmall,  // {0, 1} if the decision at `ref` is <= `cap`, else {0}
+    AtMost,         // {1 .. the decision at `ref`}: no deeper than the consumer's location
   };
   std::string name;
   Rule rule = Rule::Fixed;
@@ -69,6 +70,7 @@ class ScheduleSpace {
   int add(DecisionPoint point);
   void add_output_points();
   void add_stage_points(size_t stage);
+  long double location_count(size_t stage) const;
 
   TaskShape shape_;
   std::vector<DecisionPoint> points_;

@@ -1,0 +1,82 @@
+// Isolated measurement: injected faults (crash, hang, wrong result, out of memory, a
+// schedule that does not build) are each recorded with their kind, and the candidates
+// after them are still measured.
+#include <gtest/gtest.h>
+
+#include "measure/measurer.h"
+#include "measure/timing.h"
+#include "measure/verify.h"
+#include "space/schedule_space.h"
+
+namespace tlm {
+namespace {
+
+MeasureOptions test_options() {
+  MeasureOptions o;
+  o.worker_command = TLM_EXE;
+  o.timeout_seconds = 20;
+  o.memory_limit_mb = 3000;
+  o.threads = 1;
+  o.timing = {1, 2, 3, 0.05};
+  return o;
+}
+
+TEST(Measurer, FaultsAreRecordedAndTheRunGoesOn) {
+  TaskSpec task = parse_task_spec("matmul:m=32,n=32,k=32+relu");
+  ScheduleSpace space(describe_task(task));
+  std::mt19937_64 rng(5);
+  auto good = space.sample(rng);
+  auto broken = good;
+  broken.pop_back();  // not a complete decision list: cannot be built
+  Measurer measurer(test_options());
+  auto results = measurer.measure_each(
+      task, {{"fault:crash", {}}, {"space", good}, {"fault:hang", {}}, {"fault:wrong", {}},
+             {"fault:oom", {}}, {"space", broken}, {"reference", {}}});
+  std::vector<std::string> statuses;
+  for (auto& r : results) statuses.push_back(r.status);
+  EXPECT_EQ(statuses, (std::vector<std::string>{"crash", "ok", "timeout", "wrong-result", "oom",
+                                                "build-error", "ok"}));
+  EXPECT_GT(results[1].timing.runs, 0);
+  EXPECT_GT(results[1].timing.median_ms, 0);
+  EXPECT_LE(results[1].timing.min_ms, results[1].timing.median_ms);
+  EXPECT_GT(results[3].max_error, tolerance_for(32));
+}
+
+TEST(Measurer, InterleavedBenchSkipsFailedCandidates) {
+  TaskSpec task = parse_task_spec("dense:m=16,n=64,k=32+bias+gelu");
+  Measurer measurer(test_options());
+  auto results = measurer.measure_interleaved(
+      task, {{"reference", {}}, {"fault:crash", {}}, {"onednn", {}}, {"adams2019", {}},
+             {"openblas", {}}});
+  EXPECT_EQ(results[0].status, "ok");
+  EXPECT_EQ(results[1].status, "crash");
+  EXPECT_EQ(results[2].status, "ok") << results[2].detail;
+  EXPECT_EQ(results[3].status, "ok") << results[3].detail;
+  EXPECT_EQ(results[4].status, "ok") << results[4].detail;
+  for (int i : {0, 2, 3, 4}) EXPECT_GE(results[i].timing.runs, 2);
+}
+
+TEST(Verify, NonFiniteAndWrongValuesFail) {
+  Tensor ref{{4}, {1, 2, 3, 4}};
+  Tensor same = ref, nan = ref, off = ref;
+  nan.data[2] = std::nanf("");
+  off.data[1] += 0.01f;
+  EXPECT_TRUE(verify(same, ref, 16).ok);
+  EXPECT_FALSE(verify(nan, ref, 16).ok);
+  EXPECT_FALSE(verify(off, ref, 16).ok);
+  Tensor inf = ref;
+  inf.data[0] = INFINITY;
+  EXPECT_FALSE(verify(inf, ref, 16).ok);
+}
+
+TEST(Timing, InterleavedReportsEveryKernel) {
+  int a = 0, b = 0;
+  auto t = time_interleaved({[&] { ++a; }, [&] { ++b; }}, {1, 4, 4, 0.0}, 1);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].runs, 4);
+  EXPECT_EQ(a, 5);
+  EXPECT_EQ(b, 5);
+}
+
+}  // namespace
+}  // namespace tlm

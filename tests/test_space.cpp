@@ -1,0 +1,114 @@
+// The schedule space: every sampled decision list is legal, decodes, compiles with Halide
+// and computes the reference result; the space size matches a brute-force count.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <functional>
+
+#include "measure/kernel.h"
+#include "measure/verify.h"
+#include "space/schedule_space.h"
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+int samples_per_task() {
+  const char* env = std::getenv("TLM_SPACE_SAMPLES");
+  return env ? std::atoi(env) : 120;
+}
+
+class RandomSchedules : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RandomSchedules, CompileAndMatchReference) {
+  set_kernel_threads(1);
+  TaskSpec task = parse_task_spec(GetParam());
+  TaskShape shape = describe_task(task);
+  ScheduleSpace space(shape);
+  auto inputs = random_inputs(shape, 7);
+  Tensor reference = reference_output(task, inputs);
+  std::mt19937_64 rng(std::hash<std::string>()(GetParam()));
+  for (int i = 0; i < samples_per_task(); ++i) {
+    auto decisions = space.sample(rng);
+    ASSERT_TRUE(space.is_legal(decisions));
+    Tensor output = Tensor::zeros(shape.output_shape);
+    std::string text;
+    for (auto d : decisions) text += std::to_string(d) + ",";
+    auto kernel = build_kernel(task, {"space", decisions}, inputs, output);
+    kernel->run();
+    Verdict v = verify(output, reference, shape.reduction_length);
+    ASSERT_TRUE(v.ok) << "decisions " << text << ": " << v.message;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryOpKind, RandomSchedules,
+    ::testing::Values("matmul:m=24,n=36,k=20", "dense:m=8,n=48,k=30+bias+gelu",
+                      "batch_matmul:b=3,m=12,n=16,k=10",
+                      "conv2d:n=1,c=6,h=10,w=9,k=8,r=3,s=3,stride=1,pad=1+bias+relu",
+                      "conv2d:n=2,c=4,h=9,w=9,k=6,r=3,s=3,stride=2,pad=1,dilation=2,groups=2+add",
+                      "dwconv2d:n=1,c=8,h=10,w=10,r=3,s=3,stride=2,pad=1+bias+relu6",
+                      "pool2d:kind=max,n=1,c=4,h=12,w=12,r=3,s=3,stride=2,pad=1",
+                      "pool2d:kind=avg,n=1,c=4,h=8,w=8,r=2,s=2,stride=2",
+                      "global_pool:kind=avg,n=2,c=12,h=7,w=7", "softmax:rows=24,cols=40",
+                      "layernorm:rows=12,cols=48", "rmsnorm:rows=12,cols=40+mul",
+                      "reduce:kind=max,rows=20,cols=30",
+                      "elementwise:rows=16,cols=24+sigmoid+silu+tanh"));
+
+// Counts complete legal decision lists by walking every branch.
+double brute_force_count(const ScheduleSpace& space, std::vector<int64_t>& prefix) {
+  if (prefix.size() == space.num_points()) return 1;
+  double total = 0;
+  for (int64_t v : space.legal_values(prefix.size(), prefix)) {
+    prefix.push_back(v);
+    total += brute_force_count(space, prefix);
+    prefix.pop_back();
+  }
+  return total;
+}
+
+TEST(ScheduleSpace, SizeMatchesBruteForce) {
+  for (const char* spec : {"matmul:m=12,n=8,k=6", "softmax:rows=4,cols=6", "reduce:rows=6,cols=20",
+                           "pool2d:kind=max,c=2,h=4,w=4,r=2,s=2,stride=2,pad=1"}) {
+    ScheduleSpace space(describe_task(parse_task_spec(spec)));
+    std::vector<int64_t> prefix;
+    double brute = brute_force_count(space, prefix);
+    EXPECT_NEAR(space.log10_size(), std::log10(brute), 1e-9) << spec;
+    EXPECT_EQ(space.size_text(), std::to_string(int64_t(brute))) << spec;
+  }
+}
+
+TEST(ScheduleSpace, TileValuesAreAllDivisors) {
+  ScheduleSpace space(describe_task(parse_task_spec("matmul:m=1024,n=768,k=64")));
+  EXPECT_EQ(space.legal_values(0, {}), divisors(768));
+  EXPECT_EQ(divisors(12), (std::vector<int64_t>{1, 2, 3, 4, 6, 12}));
+  std::vector<int64_t> prefix = {96};
+  EXPECT_EQ(space.legal_values(1, prefix), divisors(96));
+}
+
+TEST(ScheduleSpace, IllegalDecisionsAreRejectedByName) {
+  ScheduleSpace space(describe_task(parse_task_spec("matmul:m=64,n=64,k=64")));
+  std::mt19937_64 rng(3);
+  auto d = space.sample(rng);
+  d[0] = 3;  // not a divisor of 64
+  try {
+    space.check(d);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out.tile1.d0=3"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(space.check({1, 2}), Error);
+  auto repaired = space.repair(d, 0, rng);
+  EXPECT_TRUE(space.is_legal(repaired));
+}
+
+TEST(ScheduleSpace, SamplingCoversEveryValueOfAFixedPoint) {
+  ScheduleSpace space(describe_task(parse_task_spec("conv2d:c=16,h=14,w=14,k=32,r=3,s=3,pad=1")));
+  std::mt19937_64 rng(11);
+  std::set<int64_t> seen;
+  for (int i = 0; i < 400; ++i) seen.insert(space.sample(rng)[0]);
+  EXPECT_EQ(seen.size(), divisors(14).size());
+}
+
+}  // namespace
+}  // namespace tlm

@@ -1,0 +1,62 @@
+// Task spec parsing: canonical keys, defaults, and a one-line error for each malformed part.
+#include <gtest/gtest.h>
+
+#include "graph/task_spec.h"
+#include "ops/task_shape.h"
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+TEST(TaskSpec, CanonicalKeyFillsDefaultsInSchemaOrder) {
+  TaskSpec a = parse_task_spec("conv2d:k=64,c=64,h=56,w=56,r=3,s=3,pad=1+bias+relu");
+  TaskSpec b = parse_task_spec("conv2d:n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1+bias+relu");
+  EXPECT_EQ(a.key(), b.key());
+  EXPECT_EQ(a.key(),
+            "conv2d:n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1,dilation=1,groups=1+bias+relu");
+  EXPECT_EQ(a.get("k"), 64);
+  EXPECT_EQ(a.epilogue, (std::vector<std::string>{"bias", "relu"}));
+  EXPECT_EQ(parse_task_spec(a.key()).key(), a.key());
+}
+
+TEST(TaskSpec, WordParameters) {
+  TaskSpec t = parse_task_spec("pool2d:kind=max,c=64,h=112,w=112,r=3,s=3,stride=2,pad=1");
+  EXPECT_EQ(t.word("kind"), "max");
+}
+
+void expect_error(const std::string& spec, const std::string& fragment) {
+  try {
+    parse_task_spec(spec);
+    FAIL() << "no error for " << spec;
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "not one line: " << msg;
+  }
+}
+
+TEST(TaskSpec, MalformedSpecsNameTheBadPart) {
+  expect_error("", "empty");
+  expect_error("matmull:m=1,n=2,k=3", "unknown op 'matmull'");
+  expect_error("matmul:m=1,n=2", "needs parameter 'k'");
+  expect_error("matmul:m=1,n=2,k=3,q=4", "no parameter 'q'");
+  expect_error("matmul:m=1,n=two,k=3", "'two'");
+  expect_error("matmul:m=1,n=2,k=3,m=4", "given twice");
+  expect_error("matmul:m=1,n=2,k", "key=value");
+  expect_error("matmul:m=0,n=2,k=3", "out of range");
+  expect_error("matmul:m=-4,n=2,k=3", "out of range");
+  expect_error("matmul:m=1,n=2,k=3+swish", "unknown epilogue 'swish'");
+  expect_error("pool2d:kind=min,c=1,h=4,w=4,r=2,s=2", "not one of max|avg");
+  expect_error("conv2d:c=6,h=8,w=8,k=4,r=3,s=3,groups=4", "groups=4");
+  expect_error("matmul:m=99999999999999999999,n=1,k=1", "expected an integer");
+}
+
+TEST(TaskSpec, ShapeErrorsComeFromDescribe) {
+  EXPECT_THROW(describe_task(parse_task_spec("conv2d:c=3,h=4,w=4,k=8,r=7,s=7")), Error);
+  TaskShape s = describe_task(parse_task_spec("conv2d:c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3"));
+  EXPECT_EQ(s.output_shape, (std::vector<int64_t>{1, 64, 112, 112}));
+  EXPECT_DOUBLE_EQ(s.flops, 2.0 * 64 * 112 * 112 * 3 * 7 * 7);
+}
+
+}  // namespace
+}  // namespace tlm
