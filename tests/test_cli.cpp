@@ -1,7 +1,7 @@
 // The tlm command as a user runs it: bad input gives one line on stderr and a non-zero
 // exit; SIGKILL in the middle of a tuning run loses no committed record.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -29,9 +29,13 @@ TEST(Measurer, FaultsAreRecordedAndTheRunGoesOn) {
   auto broken = good;
   broken.pop_back();  // not a complete decision list: cannot be built
   Measurer measurer(test_options());
-  auto results = measurer.measure_each(
-      task, {{"fault:crash", {}}, {"space", good}, {"fault:hang", {}}, {"fault:wrong", {}},
-             {"fault:oom", {}}, {"space", broken}, {"reference", {}}});
+  auto results = measurer.measure_each(task, {{"fault:crash", {}},
+                                              {"space", good},
+                                              {"fault:hang", {}},
+                                              {"fault:wrong", {}},
+                                              {"fault:oom", {}},
+                                              {"space", broken},
+                                              {"reference", {}}});
   std::vector<std::string> statuses;
   for (auto& r : results) statuses.push_back(r.status);
   EXPECT_EQ(statuses, (std::vector<std::string>{"crash", "ok", "timeout", "wrong-result", "oom",
@@ -45,9 +49,11 @@ TEST(Measurer, FaultsAreRecordedAndTheRunGoesOn) {
 TEST(Measurer, InterleavedBenchSkipsFailedCandidates) {
   TaskSpec task = parse_task_spec("dense:m=16,n=64,k=32+bias+gelu");
   Measurer measurer(test_options());
-  auto results = measurer.measure_interleaved(
-      task, {{"reference", {}}, {"fault:crash", {}}, {"onednn", {}}, {"adams2019", {}},
-             {"openblas", {}}});
+  auto results = measurer.measure_interleaved(task, {{"reference", {}},
+                                                     {"fault:crash", {}},
+                                                     {"onednn", {}},
+                                                     {"adams2019", {}},
+                                                     {"openblas", {}}});
   EXPECT_EQ(results[0].status, "ok");
   EXPECT_EQ(results[1].status, "crash");
   EXPECT_EQ(results[2].status, "ok") << results[2].detail;

@@ -43,17 +43,15 @@ TEST_P(RandomSchedules, CompileAndMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     EveryOpKind, RandomSchedules,
-    ::testing::Values("matmul:m=24,n=36,k=20", "dense:m=8,n=48,k=30+bias+gelu",
-                      "batch_matmul:b=3,m=12,n=16,k=10",
-                      "conv2d:n=1,c=6,h=10,w=9,k=8,r=3,s=3,stride=1,pad=1+bias+relu",
-                      "conv2d:n=2,c=4,h=9,w=9,k=6,r=3,s=3,stride=2,pad=1,dilation=2,groups=2+add",
-                      "dwconv2d:n=1,c=8,h=10,w=10,r=3,s=3,stride=2,pad=1+bias+relu6",
-                      "pool2d:kind=max,n=1,c=4,h=12,w=12,r=3,s=3,stride=2,pad=1",
-                      "pool2d:kind=avg,n=1,c=4,h=8,w=8,r=2,s=2,stride=2",
-                      "global_pool:kind=avg,n=2,c=12,h=7,w=7", "softmax:rows=24,cols=40",
-                      "layernorm:rows=12,cols=48", "rmsnorm:rows=12,cols=40+mul",
-                      "reduce:kind=max,rows=20,cols=30",
-                      "elementwise:rows=16,cols=24+sigmoid+silu+tanh"));
+    ::testing::Values(
+        "matmul:m=24,n=36,k=20", "dense:m=8,n=48,k=30+bias+gelu", "batch_matmul:b=3,m=12,n=16,k=10",
+        "conv2d:n=1,c=6,h=10,w=9,k=8,r=3,s=3,stride=1,pad=1+bias+relu",
+        "conv2d:n=2,c=4,h=9,w=9,k=6,r=3,s=3,stride=2,pad=1,dilation=2,groups=2+add",
+        "dwconv2d:n=1,c=8,h=10,w=10,r=3,s=3,stride=2,pad=1+bias+relu6",
+        "pool2d:kind=max,n=1,c=4,h=12,w=12,r=3,s=3,stride=2,pad=1",
+        "pool2d:kind=avg,n=1,c=4,h=8,w=8,r=2,s=2,stride=2", "global_pool:kind=avg,n=2,c=12,h=7,w=7",
+        "softmax:rows=24,cols=40", "layernorm:rows=12,cols=48", "rmsnorm:rows=12,cols=40+mul",
+        "reduce:kind=max,rows=20,cols=30", "elementwise:rows=16,cols=24+sigmoid+silu+tanh"));
 
 // Counts complete legal decision lists by walking every branch.
 double brute_force_count(const ScheduleSpace& space, std::vector<int64_t>& prefix) {
@@ -69,7 +67,8 @@ double brute_force_count(const ScheduleSpace& space, std::vector<int64_t>& prefi
 
 TEST(ScheduleSpace, SizeMatchesBruteForce) {
   for (const char* spec : {"matmul:m=12,n=8,k=6", "softmax:rows=4,cols=6", "reduce:rows=6,cols=20",
-                           "pool2d:kind=max,c=2,h=4,w=4,r=2,s=2,stride=2,pad=1"}) {
+                           "pool2d:kind=max,c=2,h=4,w=4,r=2,s=2,stride=2,pad=1",
+                           "layernorm:rows=8,cols=4", "dwconv2d:c=8,h=2,w=2,r=1,s=1"}) {
     ScheduleSpace space(describe_task(parse_task_spec(spec)));
     std::vector<int64_t> prefix;
     double brute = brute_force_count(space, prefix);
@@ -105,8 +104,11 @@ TEST(ScheduleSpace, IllegalDecisionsAreRejectedByName) {
 TEST(ScheduleSpace, SamplingCoversEveryValueOfAFixedPoint) {
   ScheduleSpace space(describe_task(parse_task_spec("conv2d:c=16,h=14,w=14,k=32,r=3,s=3,pad=1")));
   std::mt19937_64 rng(11);
+  ASSERT_EQ(space.point(0).name, "layout.weight_block");
+  EXPECT_EQ(space.point(0).values, (std::vector<int64_t>{1, 4, 8, 16, 32}));
+  ASSERT_EQ(space.point(1).name, "out.tile1.d0");
   std::set<int64_t> seen;
-  for (int i = 0; i < 400; ++i) seen.insert(space.sample(rng)[0]);
+  for (int i = 0; i < 400; ++i) seen.insert(space.sample(rng)[1]);
   EXPECT_EQ(seen.size(), divisors(14).size());
 }
 

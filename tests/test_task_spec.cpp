@@ -53,7 +53,8 @@ TEST(TaskSpec, MalformedSpecsNameTheBadPart) {
 
 TEST(TaskSpec, ShapeErrorsComeFromDescribe) {
   EXPECT_THROW(describe_task(parse_task_spec("conv2d:c=3,h=4,w=4,k=8,r=7,s=7")), Error);
-  TaskShape s = describe_task(parse_task_spec("conv2d:c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3"));
+  TaskShape s =
+      describe_task(parse_task_spec("conv2d:c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3"));
   EXPECT_EQ(s.output_shape, (std::vector<int64_t>{1, 64, 112, 112}));
   EXPECT_DOUBLE_EQ(s.flops, 2.0 * 64 * 112 * 112 * 3 * 7 * 7);
 }

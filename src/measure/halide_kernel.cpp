@@ -29,14 +29,21 @@ Halide::Buffer<float> wrap(Tensor& t) {
 
 class HalideKernel : public Kernel {
  public:
+  // With `weight_block` > 1 the packable weight is packed into a copy the kernel owns.
   HalideKernel(TaskPipeline pipeline, const std::vector<Tensor>& inputs, Tensor& output,
-               std::string description)
+               std::string description, int64_t weight_block)
       : pipeline_(std::move(pipeline)),
         output_(wrap(output)),
         description_(std::move(description)),
         halide_(pipeline_.output()) {
     for (size_t i = 0; i < inputs.size(); ++i) {
-      input_buffers_.push_back(wrap(const_cast<Tensor&>(inputs[i])));
+      Tensor* tensor = const_cast<Tensor*>(&inputs[i]);
+      if (weight_block > 1 && int(i) == pipeline_.shape.packable_input) {
+        packed_ = {packed_shape(tensor->shape, weight_block),
+                   pack_channel_blocks(tensor->data, tensor->shape, weight_block)};
+        tensor = &packed_;
+      }
+      input_buffers_.push_back(wrap(*tensor));
       params_.set(pipeline_.inputs[i], input_buffers_.back());
     }
     halide_.compile_jit(Halide::get_jit_target_from_environment());
@@ -46,6 +53,7 @@ class HalideKernel : public Kernel {
 
  private:
   TaskPipeline pipeline_;
+  Tensor packed_;
   Halide::Buffer<float> output_;
   std::string description_;
   Halide::Pipeline halide_;
@@ -132,12 +140,14 @@ std::unique_ptr<Kernel> build_kernel(const TaskSpec& task, const Candidate& cand
     return std::make_unique<FaultKernel>(method, build_kernel(task, reference, inputs, output),
                                          output);
   }
-  TaskPipeline pipeline = build_task_pipeline(task);
   std::string description;
   try {
+    Schedule schedule;
+    if (method == "space")
+      schedule = ScheduleSpace(describe_task(task)).decode(candidate.decisions);
+    TaskPipeline pipeline = build_task_pipeline(task, schedule.weight_block);
     if (method == "space") {
-      ScheduleSpace space(pipeline.shape);
-      apply_schedule(pipeline, space.decode(candidate.decisions));
+      apply_schedule(pipeline, schedule);
     } else if (method == "reference") {
       schedule_reference(pipeline);
     } else if (!autoscheduler_name(method).empty()) {
@@ -145,7 +155,8 @@ std::unique_ptr<Kernel> build_kernel(const TaskSpec& task, const Candidate& cand
     } else {
       throw Error("unknown method '" + method + "'");
     }
-    return std::make_unique<HalideKernel>(std::move(pipeline), inputs, output, description);
+    return std::make_unique<HalideKernel>(std::move(pipeline), inputs, output, description,
+                                          schedule.weight_block);
   } catch (const Halide::Error& e) {
     std::string what = e.what();
     for (char& c : what)

@@ -131,12 +131,13 @@ std::string Measurer::exchange(const std::string& request_line, MeasureResult& f
 }
 
 std::vector<MeasureResult> Measurer::measure_each(const TaskSpec& task,
-                                                  const std::vector<Candidate>& candidates) {
+                                                  const std::vector<Candidate>& candidates,
+                                                  const TimingOptions* timing) {
   std::vector<MeasureResult> results;
   for (const auto& candidate : candidates) {
     MeasureResult failure;
-    std::string answer =
-        exchange(encode_request(task, {candidate}, false, options_.timing), failure);
+    std::string answer = exchange(
+        encode_request(task, {candidate}, false, timing ? *timing : options_.timing), failure);
     results.push_back(answer.empty() ? failure : decode_response(answer).at(0));
     if (results.back().status == "oom") stop_worker();  // its heap may still be exhausted
   }
@@ -145,11 +146,8 @@ std::vector<MeasureResult> Measurer::measure_each(const TaskSpec& task,
 
 std::vector<MeasureResult> Measurer::measure_interleaved(const TaskSpec& task,
                                                          const std::vector<Candidate>& candidates) {
-  TimingOptions quick = options_.timing;
-  quick.min_runs = 1, quick.max_runs = 1, quick.warmup = 1;
-  std::swap(quick, options_.timing);
-  std::vector<MeasureResult> results = measure_each(task, candidates);
-  std::swap(quick, options_.timing);
+  TimingOptions verify_only{1, 1, 1, 0.0};
+  std::vector<MeasureResult> results = measure_each(task, candidates, &verify_only);
   std::vector<Candidate> passed;
   std::vector<size_t> where;
   for (size_t i = 0; i < candidates.size(); ++i)

@@ -41,9 +41,10 @@ class Measurer {
   Measurer(const Measurer&) = delete;
   Measurer& operator=(const Measurer&) = delete;
 
-  // Each candidate alone: built, verified and timed.
+  // Each candidate alone: built, verified and timed (with `timing`, else the options').
   std::vector<MeasureResult> measure_each(const TaskSpec& task,
-                                          const std::vector<Candidate>& candidates);
+                                          const std::vector<Candidate>& candidates,
+                                          const TimingOptions* timing = nullptr);
   // Every candidate verified alone, then all that passed timed interleaved in one process.
   std::vector<MeasureResult> measure_interleaved(const TaskSpec& task,
                                                  const std::vector<Candidate>& candidates);

@@ -24,7 +24,32 @@ std::vector<int64_t> reversed(std::vector<int64_t> v) {
 // Accumulates inputs and stages of one task while its algorithm is written.
 class PipelineBuilder {
  public:
-  explicit PipelineBuilder(const TaskSpec& task) : task_(task) {}
+  PipelineBuilder(const TaskSpec& task, int64_t weight_block)
+      : task_(task), weight_block_(weight_block) {}
+
+  // A weight input [K, rest...] that the space may pack; returns a Func reading it in the
+  // plain index order, whichever layout the buffer has.
+  Func packable_weight(const std::string& name, const std::vector<int64_t>& shape) {
+    pipeline_.shape.packable_input = static_cast<int>(pipeline_.inputs.size());
+    pipeline_.shape.packable_extent = shape[0];
+    Func w(name + "_read");
+    std::vector<Var> vars = {Var("w0"), Var("w1"), Var("w2"), Var("w3")};
+    vars.resize(shape.size());
+    if (weight_block_ <= 1) {
+      ImageParam plain = input(name, shape);
+      w(vars) = plain(vars);
+      return w;
+    }
+    ImageParam packed(Halide::Float(32), static_cast<int>(shape.size()) + 1, name);
+    pipeline_.shape.inputs.push_back({name, shape});
+    pipeline_.inputs.push_back(packed);
+    Expr b = static_cast<int>(weight_block_);
+    std::vector<Expr> args = {vars.back() % b};
+    args.insert(args.end(), vars.begin(), vars.end() - 1);
+    args.push_back(vars.back() / b);
+    w(vars) = packed(args);
+    return w;
+  }
 
   ImageParam input(const std::string& name, const std::vector<int64_t>& shape) {
     pipeline_.shape.inputs.push_back({name, shape});
@@ -69,6 +94,7 @@ class PipelineBuilder {
 
  private:
   const TaskSpec& task_;
+  int64_t weight_block_;
   TaskPipeline pipeline_;
 };
 
@@ -154,7 +180,8 @@ TaskPipeline build_conv(PipelineBuilder& b, bool depthwise) {
   int64_t k = depthwise ? win.c : t.get("k"), groups = depthwise ? win.c : t.get("groups");
   int64_t cg = win.c / groups, kg = k / groups;
   ImageParam X = b.input("X", {win.n, win.c, win.h, win.w});
-  ImageParam W = b.input("W", {k, cg, win.r, win.s});
+  Func W = groups == 1 || depthwise ? b.packable_weight("W", {k, cg, win.r, win.s})
+                                    : Func(b.input("W", {k, cg, win.r, win.s}));
   Func src = padded_input(b, X, win, 0.0f);
   auto vars = make_vars({"x", "y", "k", "n"});
   RDom r(0, static_cast<int>(win.s), 0, static_cast<int>(win.r), 0, static_cast<int>(cg), "rc");
@@ -244,23 +271,27 @@ TaskPipeline build_row_op(PipelineBuilder& b) {
     Func mx = row_reduction(
         b, "rowmax", rows, cols, Halide::Float(32).min(),
         [](Expr a, Expr v) { return Halide::max(a, v); }, x_at, true);
-    Func sum = row_reduction(b, "rowsum", rows, cols, 0.0f, plus,
-                             [&](Expr c) { return Halide::exp(X(c, row) - mx(row)); }, false);
+    Func sum = row_reduction(
+        b, "rowsum", rows, cols, 0.0f, plus,
+        [&](Expr c) { return Halide::exp(X(c, row) - mx(row)); }, false);
     value = Halide::exp(X(col, row) - mx(row)) / sum(row);
   } else if (op == "layernorm") {
     ImageParam gamma = b.input("gamma", {cols}), beta = b.input("beta", {cols});
     Func s1 = row_reduction(b, "rowsum", rows, cols, 0.0f, plus, x_at, true);
-    Func s2 = row_reduction(b, "rowvar", rows, cols, 0.0f, plus, [&](Expr c) {
-      Expr d = X(c, row) - s1(row) * inv_cols;
-      return d * d;
-    }, false);
+    Func s2 = row_reduction(
+        b, "rowvar", rows, cols, 0.0f, plus,
+        [&](Expr c) {
+          Expr d = X(c, row) - s1(row) * inv_cols;
+          return d * d;
+        },
+        false);
     value =
         (X(col, row) - s1(row) * inv_cols) / Halide::sqrt(s2(row) * inv_cols + eps) * gamma(col) +
         beta(col);
   } else {  // rmsnorm
     ImageParam gamma = b.input("gamma", {cols});
-    Func ss = row_reduction(b, "rowsq", rows, cols, 0.0f, plus,
-                            [&](Expr c) { return X(c, row) * X(c, row); }, false);
+    Func ss = row_reduction(
+        b, "rowsq", rows, cols, 0.0f, plus, [&](Expr c) { return X(c, row) * X(c, row); }, false);
     value = X(col, row) / Halide::sqrt(ss(row) * inv_cols + eps) * gamma(col);
   }
   b.add_output(value, vars, {rows, cols}, 0);
@@ -297,8 +328,8 @@ TaskPipeline build_elementwise(PipelineBuilder& b) {
 
 }  // namespace
 
-TaskPipeline build_task_pipeline(const TaskSpec& task) {
-  PipelineBuilder b(task);
+TaskPipeline build_task_pipeline(const TaskSpec& task, int64_t weight_block) {
+  PipelineBuilder b(task, weight_block);
   const std::string& op = task.op;
   if (op == "matmul" || op == "dense") return build_matmul(b, false);
   if (op == "batch_matmul") return build_matmul(b, true);
@@ -314,6 +345,23 @@ TaskPipeline build_task_pipeline(const TaskSpec& task) {
 
 TaskShape describe_task(const TaskSpec& task) {
   return build_task_pipeline(task).shape;
+}
+
+std::vector<int64_t> packed_shape(const std::vector<int64_t>& shape, int64_t block) {
+  std::vector<int64_t> packed = shape;
+  packed[0] /= block;
+  packed.push_back(block);
+  return packed;
+}
+
+std::vector<float> pack_channel_blocks(const std::vector<float>& data,
+                                       const std::vector<int64_t>& shape, int64_t block) {
+  int64_t rest = static_cast<int64_t>(data.size()) / shape[0];
+  std::vector<float> packed(data.size());
+  for (int64_t k = 0; k < shape[0]; ++k)
+    for (int64_t i = 0; i < rest; ++i)
+      packed[((k / block) * rest + i) * block + k % block] = data[k * rest + i];
+  return packed;
 }
 
 void schedule_reference(TaskPipeline& pipeline) {

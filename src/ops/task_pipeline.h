@@ -27,7 +27,9 @@ struct TaskPipeline {
   Halide::Func output() const { return stages.back().func; }
 };
 
-TaskPipeline build_task_pipeline(const TaskSpec& task);
+// `weight_block` > 1 reads the packable weight input in the packed layout of
+// pack_channel_blocks (TaskPipeline::inputs then expects packed buffers).
+TaskPipeline build_task_pipeline(const TaskSpec& task, int64_t weight_block = 1);
 
 // The unscheduled reference: every stage computed at root (so row reductions are not
 // recomputed per element), nothing else.

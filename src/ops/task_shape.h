@@ -33,7 +33,11 @@ struct InputShape {
 };
 
 struct TaskShape {
-  std::vector<InputShape> inputs;
+  std::vector<InputShape> inputs;  // in the plain layout
+  // The weight input that may be packed channel-blocked (-1: none), and the extent of
+  // its outermost (output-channel) dimension, which a block size must divide.
+  int packable_input = -1;
+  int64_t packable_extent = 0;
   std::vector<StageShape> stages;     // producers first, output last
   std::vector<int64_t> output_shape;  // row-major
   double flops = 0;
@@ -45,5 +49,12 @@ struct TaskShape {
 // Validates shapes (e.g. a conv window larger than its padded input) and describes the
 // task; throws tlm::Error naming the problem.
 TaskShape describe_task(const TaskSpec& task);
+
+// Packs a weight tensor [K, rest...] into [K / block, rest..., block]: `block` output
+// channels become the innermost, contiguous dimension (vector loads along channels).
+// Weights are constants, so this is done once, outside any timed run.
+std::vector<float> pack_channel_blocks(const std::vector<float>& data,
+                                       const std::vector<int64_t>& shape, int64_t block);
+std::vector<int64_t> packed_shape(const std::vector<int64_t>& shape, int64_t block);
 
 }  // namespace tlm

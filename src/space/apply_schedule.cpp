@@ -171,10 +171,15 @@ void schedule_anchor(PipelineStage& stage, const StageShape& shape, const StageS
 void schedule_plain_stage(PipelineStage& stage, const StageShape& shape, const StageSchedule& s,
                           const OutputSchedule& out, bool parallel) {
   if (stage.vars.empty()) return;
-  Var v = stage.vars[stage_vector_dim(shape, out.vector_dim)];
+  // Guarded, so no vector loop reads past its region. Row reductions vectorize their
+  // row dim, with a width the space keeps a divisor of the region (Halide 14 miscomputes
+  // a guarded tail there when a row reduction reads another at the same loop level).
+  bool rows = shape.kind == StageKind::Reduction;
+  Var v = stage.vars[rows ? 0 : stage_vector_dim(shape, out.vector_dim)];
+  TailStrategy tail = TailStrategy::GuardWithIf;
   auto schedule_definition = [&](Halide::Stage def, bool is_update) {
     if (is_update) order_reduction(def, stage, s, {}, {});
-    if (s.vector_width > 1) def.vectorize(v, s.vector_width, TailStrategy::GuardWithIf);
+    if (s.vector_width > 1) def.vectorize(v, s.vector_width, tail);
     if (parallel && s.location == kRoot && stage.vars.size() > 1) def.parallel(stage.vars.back());
   };
   schedule_definition(stage.func, false);

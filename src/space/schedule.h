@@ -50,6 +50,7 @@ struct StageSchedule {
 };
 
 struct Schedule {
+  int64_t weight_block = 1;  // output channels per packed weight block (1: plain layout)
   OutputSchedule output;
   std::vector<StageSchedule> stages;  // one per task stage; the output's entry is unused
 };

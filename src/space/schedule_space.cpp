@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "util/error.h"
 
@@ -25,19 +26,6 @@ std::vector<int64_t> power_of_two_divisors(int64_t n, int64_t cap) {
   return v;
 }
 
-long double pairs_count(int64_t extent) {  // (t1, t2) with t2 | t1 | extent
-  long double count = 0;
-  for (int64_t t1 : divisors(extent)) count += divisors(t1).size();
-  return count;
-}
-
-long double width_pairs_count(int64_t extent) {  // (t1, t2, width) for the vector dim
-  long double count = 0;
-  for (int64_t t1 : divisors(extent))
-    for (int64_t t2 : divisors(t1)) count += power_of_two_divisors(t2, kMaxOutputVector).size();
-  return count;
-}
-
 }  // namespace
 
 std::vector<int64_t> divisors(int64_t n) {
@@ -53,8 +41,21 @@ std::vector<int64_t> divisors(int64_t n) {
 
 ScheduleSpace::ScheduleSpace(const TaskShape& shape) : shape_(shape) {
   stage_points_.resize(shape_.stages.size());
+  if (shape_.packable_input >= 0) {
+    std::vector<int64_t> blocks = {1};
+    for (int64_t b : {4, 8, 16, 32})
+      if (shape_.packable_extent % b == 0) blocks.push_back(b);
+    weight_block_ = add({"layout.weight_block", DecisionPoint::Rule::Fixed, blocks});
+  }
   add_output_points();
   for (size_t s = shape_.stages.size() - 1; s-- > 0;) add_stage_points(s);
+  live_.resize(points_.size() + 1);
+  std::set<int> read;
+  for (size_t i = points_.size(); i-- > 0;) {
+    for (int r : references(i)) read.insert(r);
+    for (int r : read)
+      if (r < int(i)) live_[i].push_back(r);
+  }
 }
 
 int ScheduleSpace::add(DecisionPoint point) {
@@ -82,19 +83,32 @@ void ScheduleSpace::add_stage_points(size_t s) {
   StagePoints& sp = stage_points_[s];
   std::string prefix = stage.name + ".";
   if (stage.feeds >= 0 && stage.kind == StageKind::Producer) {
-    sp.location = add({prefix + "location", DecisionPoint::Rule::Fixed,
+    sp.location = add({prefix + "location",
+                       DecisionPoint::Rule::Fixed,
                        {kInline, kRoot, kWithConsumer, kInsideConsumer}});
   } else if (stage.feeds >= 0) {
-    sp.location = add({prefix + "location", DecisionPoint::Rule::AtMost, {},
+    sp.location = add({prefix + "location",
+                       DecisionPoint::Rule::AtMost,
+                       {},
                        stage_points_[stage.feeds].location});
   } else {
     std::vector<int64_t> locations = {kRoot, kCacheTile, kRegisterTile};
     if (stage.kind == StageKind::Producer) locations.insert(locations.begin(), kInline);
     sp.location = add({prefix + "location", DecisionPoint::Rule::Fixed, locations});
   }
-  if (stage.kind != StageKind::Anchor)
+  if (stage.kind == StageKind::Reduction && !stage.extents.empty() && stage.output_dim[0] >= 0) {
+    DecisionPoint width{prefix + "vector_width",
+                        DecisionPoint::Rule::RegionWidth,
+                        {},
+                        sp.location,
+                        kStageVectorWidths.back()};
+    width.extent = stage.extents[0];
+    width.output_dim = stage.output_dim[0];
+    sp.vector_width = add(width);
+  } else if (stage.kind != StageKind::Anchor) {
     sp.vector_width =
         add({prefix + "vector_width", DecisionPoint::Rule::Fixed, kStageVectorWidths});
+  }
   for (size_t r = 0; r < stage.rextents.size(); ++r)
     sp.rsplit.push_back(add({prefix + "rsplit.r" + std::to_string(r), DecisionPoint::Rule::Fixed,
                              divisors(stage.rextents[r])}));
@@ -121,6 +135,13 @@ std::vector<int64_t> ScheduleSpace::legal_values(size_t i,
       return prefix.at(p.ref) <= p.cap ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
     case DecisionPoint::Rule::AtMost:
       return range(1, prefix.at(p.ref));
+    case DecisionPoint::Rule::RegionWidth: {
+      int64_t location = prefix.at(p.ref);
+      int64_t region = location == kCacheTile      ? prefix.at(tile1_.at(p.output_dim))
+                       : location == kRegisterTile ? prefix.at(tile2_.at(p.output_dim))
+                                                   : p.extent;
+      return power_of_two_divisors(region, p.cap);
+    }
   }
   return {};
 }
@@ -143,6 +164,10 @@ std::string ScheduleSpace::describe_point(size_t i) const {
       return "{0,1} if " + points_[p.ref].name + " <= " + cap + ", else {0}";
     case DecisionPoint::Rule::AtMost:
       return "{1 .. " + points_[p.ref].name + "}";
+    case DecisionPoint::Rule::RegionWidth:
+      return "powers of two <= " + cap + " dividing the region " + points_[p.ref].name +
+             " gives (" + std::to_string(p.extent) + " at root, else the output tile of d" +
+             std::to_string(p.output_dim) + ")";
   }
   return "";
 }
@@ -186,6 +211,7 @@ std::vector<int64_t> ScheduleSpace::repair(std::vector<int64_t> decisions, size_
 Schedule ScheduleSpace::decode(const std::vector<int64_t>& decisions) const {
   check(decisions);
   Schedule schedule;
+  if (weight_block_ >= 0) schedule.weight_block = decisions[weight_block_];
   OutputSchedule& out = schedule.output;
   for (size_t d = 0; d < tile1_.size(); ++d) {
     out.tile1.push_back(decisions[tile1_[d]]);
@@ -209,47 +235,46 @@ Schedule ScheduleSpace::decode(const std::vector<int64_t>& decisions) const {
   return schedule;
 }
 
-double ScheduleSpace::log10_size() const {
-  // Output tiling: sum over the vector dim of (its tile/width triples x other dims' pairs).
-  const auto& extents = shape_.output().extents;
-  long double tiling = 0;
-  for (size_t v = 0; v < extents.size(); ++v) {
-    long double term = width_pairs_count(extents[v]);
-    for (size_t d = 0; d < extents.size(); ++d)
-      if (d != v) term *= pairs_count(extents[d]);
-    tiling += term;
+std::vector<int> ScheduleSpace::references(size_t i) const {
+  const DecisionPoint& p = points_[i];
+  switch (p.rule) {
+    case DecisionPoint::Rule::Fixed:
+      return {};
+    case DecisionPoint::Rule::VectorWidth: {
+      std::vector<int> refs = tile2_;
+      refs.push_back(p.ref);
+      return refs;
+    }
+    case DecisionPoint::Rule::RegionWidth:
+      return {p.ref, tile1_[p.output_dim], tile2_[p.output_dim]};
+    default:
+      return {p.ref};
   }
-  double log_size = std::log10(static_cast<double>(tiling));
-  log_size += std::log10(2.0 * (extents.size() + 1));  // unroll, parallel
-  for (size_t s = 0; s + 1 < shape_.stages.size(); ++s) {
-    const StagePoints& sp = stage_points_[s];
-    log_size += std::log10(static_cast<double>(location_count(s)));
-    if (sp.vector_width >= 0) log_size += std::log10(double(kStageVectorWidths.size()));
-    for (size_t r = 1; r < sp.rsplit.size(); ++r)
-      log_size += std::log10(double(points_[sp.rsplit[r]].values.size()));
-    if (sp.rsplit.empty()) continue;
-    double first = 0;  // the first split and whether its loop may be unrolled
-    for (int64_t f : points_[sp.rsplit[0]].values) first += f <= kMaxReductionUnroll ? 2 : 1;
-    log_size += std::log10(first) + std::log10(3.0);  // and the reduction order
-  }
-  return log_size;
 }
 
-// Joint count of a stage's location and the locations of stages bound to it (AtMost);
-// a bound stage itself counts 1 here.
-long double ScheduleSpace::location_count(size_t stage) const {
-  const DecisionPoint& own = points_[stage_points_[stage].location];
-  if (own.rule == DecisionPoint::Rule::AtMost) return 1;
-  long double count = 0;
-  for (int64_t location : own.values) {
-    long double joint = 1;
-    for (size_t s = 0; s + 1 < shape_.stages.size(); ++s)
-      if (shape_.stages[s].feeds == int(stage) &&
-          points_[stage_points_[s].location].rule == DecisionPoint::Rule::AtMost)
-        joint *= location;
-    count += joint;
+// Counts the completions of `prefix` (of length i). Completions depend only on the
+// earlier values that later rules read (live_[i]), so counts are memoized on those.
+long double ScheduleSpace::count_from(size_t i, std::vector<int64_t>& prefix,
+                                      std::map<std::vector<int64_t>, long double>& memo) const {
+  if (i == points_.size()) return 1;
+  std::vector<int64_t> key = {int64_t(i)};
+  for (int j : live_[i]) key.push_back(prefix[j]);
+  auto found = memo.find(key);
+  if (found != memo.end()) return found->second;
+  long double total = 0;
+  for (int64_t v : legal_values(i, prefix)) {
+    prefix.push_back(v);
+    total += count_from(i + 1, prefix, memo);
+    prefix.pop_back();
   }
-  return count;
+  memo[key] = total;
+  return total;
+}
+
+double ScheduleSpace::log10_size() const {
+  std::vector<int64_t> prefix;
+  std::map<std::vector<int64_t>, long double> memo;
+  return std::log10(static_cast<double>(count_from(0, prefix, memo)));
 }
 
 std::string ScheduleSpace::size_text() const {

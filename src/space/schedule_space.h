@@ -4,6 +4,7 @@
 // is a schedule that compiles and computes the reference result.
 //
 // Sketch rules (in the spirit of Ansor's CPU sketches), in point order:
+//   layout       : weights packed in blocks of output channels (conv), or plain
 //   output stage : two-level tiling of every pure loop (cache tile, register tile), the
 //                  vectorized loop and its width, unrolling, parallel granularity
 //   other stages : (latest first) where it is computed (inline, root, cache tile, register
@@ -12,6 +13,7 @@
 // The point list and the legal-value rules live here; the Halide side is apply_schedule.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,12 +31,17 @@ struct DecisionPoint {
     VectorWidth,    // powers of two <= `cap` dividing the register tile of the chosen dim
     UnrollIfSmall,  // {0, 1} if the decision at `ref` is <= `cap`, else {0}
     AtMost,         // {1 .. the decision at `ref`}: no deeper than the consumer's location
+    RegionWidth,    // powers of two <= `cap` dividing the stage's region, which depends on
+                    // its location (`ref`): `extent` at root, else the output's tile of
+                    // `output_dim`; the vector loop never has a tail
   };
   std::string name;
   Rule rule = Rule::Fixed;
   std::vector<int64_t> values;
   int ref = -1;
   int64_t cap = 0;
+  int64_t extent = 0;
+  int output_dim = -1;
 };
 
 class ScheduleSpace {
@@ -70,18 +77,22 @@ class ScheduleSpace {
   int add(DecisionPoint point);
   void add_output_points();
   void add_stage_points(size_t stage);
-  long double location_count(size_t stage) const;
+  std::vector<int> references(size_t i) const;  // earlier points whose values rule point i
+  long double count_from(size_t i, std::vector<int64_t>& prefix,
+                         std::map<std::vector<int64_t>, long double>& memo) const;
 
   TaskShape shape_;
   std::vector<DecisionPoint> points_;
   // Indices of points, for decode and counting.
   std::vector<int> tile1_, tile2_;
+  int weight_block_ = -1;
   int vector_dim_ = -1, vector_width_ = -1, unroll_ = -1, parallel_ = -1;
   struct StagePoints {
     int location = -1, vector_width = -1, order = -1, unroll_reduction = -1;
     std::vector<int> rsplit;
   };
   std::vector<StagePoints> stage_points_;
+  std::vector<std::vector<int>> live_;  // per index: earlier points that later rules read
 };
 
 std::vector<int64_t> divisors(int64_t n);
