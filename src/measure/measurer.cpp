@@ -11,16 +11,12 @@
 
 #include <chrono>
 #include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "measure/worker_protocol.h"
 #include "util/error.h"
 
 namespace tlm {
 namespace {
-
-using Json = nlohmann::json;
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();

@@ -21,6 +21,12 @@ std::vector<int64_t> reversed(std::vector<int64_t> v) {
   return {v.rbegin(), v.rend()};
 }
 
+std::vector<int> identity_dims(size_t n) {
+  std::vector<int> dims;
+  for (size_t i = 0; i < n; ++i) dims.push_back(static_cast<int>(i));
+  return dims;
+}
+
 // Accumulates inputs and stages of one task while its algorithm is written.
 class PipelineBuilder {
  public:
@@ -78,9 +84,7 @@ class PipelineBuilder {
       return input(name, row_major_shape);
     };
     out(vars) = apply_epilogue(task_.epilogue, value, vars, channel_dim, extra);
-    std::vector<int> identity;
-    for (size_t i = 0; i < vars.size(); ++i) identity.push_back(static_cast<int>(i));
-    add_stage(StageKind::Output, out, vars, reversed(row_major_shape), identity);
+    add_stage(StageKind::Output, out, vars, reversed(row_major_shape), identity_dims(vars.size()));
     pipeline_.shape.output_shape = row_major_shape;
   }
 
@@ -102,12 +106,6 @@ std::vector<Var> make_vars(const std::vector<std::string>& names) {
   std::vector<Var> vars;
   for (const auto& n : names) vars.emplace_back(n);
   return vars;
-}
-
-std::vector<int> identity_dims(size_t n) {
-  std::vector<int> dims;
-  for (size_t i = 0; i < n; ++i) dims.push_back(static_cast<int>(i));
-  return dims;
 }
 
 // matmul, dense and batch_matmul: C[b, m, n] = sum_k A[b, m, k] * B[b, k, n].

@@ -37,7 +37,6 @@ std::vector<int> unrolled_dims(const std::vector<int>& tile_dims,
 
 // The output's loop nest after tiling, kept to place other stages inside it.
 struct OutputLoops {
-  Func func;
   LoopLevel cache_tile, register_tile;
   bool parallel = false;
 };
@@ -76,7 +75,7 @@ OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s) {
     out.parallel(fused);
     if (static_cast<size_t>(s.parallel_loops) == dims) tile_loop = fused;
   }
-  return {out, LoopLevel(out, tile_loop), LoopLevel(out, mid[0]), s.parallel_loops > 0};
+  return {LoopLevel(out, tile_loop), LoopLevel(out, mid[0]), s.parallel_loops > 0};
 }
 
 void place_in_output(Func f, int location, const OutputLoops& loops) {
