@@ -163,6 +163,11 @@ void schedule_anchor(PipelineStage& stage, const StageShape& shape, const StageS
   };
   schedule_definition(stage.func, false);
   schedule_definition(stage.func.update(0), true);
+  // Stored with the vector dim innermost, so the accumulator tile is read and written
+  // as whole vectors (and LLVM can keep it in registers).
+  std::vector<Var> storage;
+  for (int d : tile_dims) storage.push_back(stage.vars[d]);
+  if (storage.size() > 1) stage.func.reorder_storage(storage);
 }
 
 // Row reductions and producers: vectorized along one dim (guarded, so no loop reads past
