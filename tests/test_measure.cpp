@@ -3,6 +3,8 @@
 // after them are still measured.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "measure/measurer.h"
 #include "measure/timing.h"
 #include "measure/verify.h"
@@ -44,6 +46,24 @@ TEST(Measurer, FaultsAreRecordedAndTheRunGoesOn) {
   EXPECT_GT(results[1].timing.median_ms, 0);
   EXPECT_LE(results[1].timing.min_ms, results[1].timing.median_ms);
   EXPECT_GT(results[3].max_error, tolerance_for(32));
+}
+
+// A search trial with a cutoff: a first run past the cutoff is not timed further, and a
+// hang is stopped soon after the build instead of at the full timeout.
+TEST(Measurer, CutoffStopsSlowCandidatesEarly) {
+  TaskSpec task = parse_task_spec("matmul:m=32,n=32,k=32");
+  Measurer measurer(test_options());
+  TimingOptions quick = {0, 3, 5, 0.01, 1e-6};
+  auto start = std::chrono::steady_clock::now();
+  auto results = measurer.measure_each(task, {{"fault:hang", {}}, {"reference", {}}}, &quick);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(results[0].status, "timeout");
+  EXPECT_LT(seconds, 0.5 * test_options().timeout_seconds);
+  EXPECT_EQ(results[1].status, "ok");
+  EXPECT_EQ(results[1].timing.runs, 1);
+  EXPECT_NE(results[1].detail.find("cut off"), std::string::npos) << results[1].detail;
+  quick.cutoff_ms = 0;
+  EXPECT_GE(measurer.measure_each(task, {{"reference", {}}}, &quick)[0].timing.runs, 3);
 }
 
 TEST(Measurer, InterleavedBenchSkipsFailedCandidates) {

@@ -81,7 +81,43 @@ std::string Measurer::worker_log_tail() const {
   return last.substr(0, 300);
 }
 
-std::string Measurer::exchange(const std::string& request_line, MeasureResult& failure) {
+// Killing a worker costs a restart (about 0.5 s), so a first run gets a floor of time too.
+double run_allowance_seconds(double cutoff_ms) {
+  return Measurer::kCutoffGrace * cutoff_ms * 1e-3 + 0.2;
+}
+
+Measurer::LineStatus Measurer::read_line(double deadline, std::string& line) {
+  for (;;) {
+    auto newline = pending_.find('\n');
+    if (newline != std::string::npos) {
+      line = pending_.substr(0, newline);
+      pending_.erase(0, newline + 1);
+      return LineStatus::kLine;
+    }
+    double left = deadline - now_seconds();
+    pollfd fd{from_worker_, POLLIN, 0};
+    if (left <= 0 || poll(&fd, 1, static_cast<int>(left * 1000) + 1) == 0)
+      return LineStatus::kTimeout;
+    char buf[65536];
+    ssize_t n = read(from_worker_, buf, sizeof buf);
+    if (n <= 0) return LineStatus::kClosed;
+    pending_.append(buf, size_t(n));
+  }
+}
+
+std::string Measurer::worker_exit_reason() {
+  int status = 0;
+  close(to_worker_);
+  close(from_worker_);
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                        : "exited with " + std::to_string(WEXITSTATUS(status));
+  return "worker " + how + ": " + worker_log_tail();
+}
+
+std::string Measurer::exchange(const std::string& request_line, MeasureResult& failure,
+                               double cutoff_ms) {
   if (pid_ <= 0) start_worker();
   std::string line = request_line + "\n";
   if (write(to_worker_, line.data(), line.size()) != ssize_t(line.size())) {
@@ -90,39 +126,26 @@ std::string Measurer::exchange(const std::string& request_line, MeasureResult& f
     return "";
   }
   double deadline = now_seconds() + options_.timeout_seconds;
+  std::string answer;
   for (;;) {
-    auto newline = pending_.find('\n');
-    if (newline != std::string::npos) {
-      std::string answer = pending_.substr(0, newline);
-      pending_.erase(0, newline + 1);
-      return answer;
+    LineStatus got = read_line(deadline, answer);
+    if (got == LineStatus::kClosed) {
+      failure = {"crash", {}, 0, 0, worker_exit_reason()};
+      return "";
     }
-    double left = deadline - now_seconds();
-    pollfd fd{from_worker_, POLLIN, 0};
-    if (left <= 0 || poll(&fd, 1, static_cast<int>(left * 1000) + 1) == 0) {
-      failure = {"timeout",
-                 {},
-                 0,
-                 0,
-                 "no answer within " + std::to_string(int(options_.timeout_seconds)) + " s"};
+    if (got == LineStatus::kTimeout) {
+      std::string after = cutoff_ms > 0 ? "its first run passed the cutoff, " : "no answer within ";
+      double limit =
+          (cutoff_ms > 0 ? run_allowance_seconds(cutoff_ms) : options_.timeout_seconds) * 1e3;
+      failure = {"timeout", {limit, limit, 0}, 0, 0, after + std::to_string(limit) + " ms"};
       stop_worker();
       return "";
     }
-    char buf[65536];
-    ssize_t n = read(from_worker_, buf, sizeof buf);
-    if (n > 0) {
-      pending_.append(buf, size_t(n));
-      continue;
-    }
-    int status = 0;
-    close(to_worker_);
-    close(from_worker_);
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
-                                          : "exited with " + std::to_string(WEXITSTATUS(status));
-    failure = {"crash", {}, 0, 0, "worker " + how + ": " + worker_log_tail()};
-    return "";
+    WorkerNotice notice = decode_notice(answer);
+    if (notice == WorkerNotice::kNone) return answer;
+    if (notice == WorkerNotice::kBuilt)  // the first run must end within the grace
+      deadline = std::min(deadline, now_seconds() + run_allowance_seconds(cutoff_ms));
+    if (notice == WorkerNotice::kFirstRunDone) deadline = now_seconds() + options_.timeout_seconds;
   }
 }
 
@@ -132,8 +155,9 @@ std::vector<MeasureResult> Measurer::measure_each(const TaskSpec& task,
   std::vector<MeasureResult> results;
   for (const auto& candidate : candidates) {
     MeasureResult failure;
-    std::string answer = exchange(
-        encode_request(task, {candidate}, false, timing ? *timing : options_.timing), failure);
+    const TimingOptions& t = timing ? *timing : options_.timing;
+    std::string answer =
+        exchange(encode_request(task, {candidate}, false, t), failure, t.cutoff_ms);
     results.push_back(answer.empty() ? failure : decode_response(answer).at(0));
     if (results.back().status == "oom") stop_worker();  // its heap may still be exhausted
   }

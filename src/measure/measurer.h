@@ -36,6 +36,8 @@ struct MeasureOptions {
 
 class Measurer {
  public:
+  static constexpr double kCutoffGrace = 2;
+
   explicit Measurer(MeasureOptions options);
   ~Measurer();
   Measurer(const Measurer&) = delete;
@@ -52,7 +54,14 @@ class Measurer {
  private:
   // Sends one request line, returns the answer line; on a crash, hang or OOM of the
   // worker returns "" and sets `failure` (status and detail) and restarts it next time.
-  std::string exchange(const std::string& request_line, MeasureResult& failure);
+  // With `cutoff_ms`, a candidate's first run gets kCutoffGrace times that (+0.2 s) after
+  // the worker says it is built; past it the worker is killed and the candidate is a
+  // "timeout" whose latency is that limit.
+  std::string exchange(const std::string& request_line, MeasureResult& failure,
+                       double cutoff_ms = 0);
+  enum class LineStatus { kLine, kTimeout, kClosed };
+  LineStatus read_line(double deadline, std::string& line);
+  std::string worker_exit_reason();  // reaps a worker that closed its output
   void start_worker();
   void stop_worker();
   std::string worker_log_tail() const;

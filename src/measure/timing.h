@@ -21,6 +21,9 @@ struct TimingOptions {
   int min_runs = 5;
   int max_runs = 50;
   double target_seconds = 0.5;  // per kernel: stop once min_runs are done and this has passed
+  // Search trials only: a candidate whose first (verification) run takes longer than this
+  // is not timed further; its one run is its result. 0 = never cut off.
+  double cutoff_ms = 0;
 };
 
 std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& kernels,

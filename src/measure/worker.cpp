@@ -34,11 +34,12 @@ const TaskData& task_data(const TaskSpec& task) {
 struct Built {
   std::unique_ptr<Kernel> kernel;
   Tensor output;
+  double first_run_ms = 0;  // the verification run
 };
 
 // Builds and checks one candidate; on failure `result.status` says why.
 MeasureResult build_and_verify(const TaskSpec& task, const TaskData& data, const Candidate& c,
-                               Built& built) {
+                               Built& built, bool notify) {
   MeasureResult result;
   built.output = Tensor::zeros(data.shape.output_shape);
   auto start = std::chrono::steady_clock::now();
@@ -49,7 +50,12 @@ MeasureResult build_and_verify(const TaskSpec& task, const TaskData& data, const
   }
   result.build_ms =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
+  if (notify) std::cout << encode_notice(WorkerNotice::kBuilt) << std::endl;
+  start = std::chrono::steady_clock::now();
   built.kernel->run();
+  if (notify) std::cout << encode_notice(WorkerNotice::kFirstRunDone) << std::endl;
+  built.first_run_ms =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
   Verdict verdict = verify(built.output, data.reference, data.shape.reduction_length);
   result.max_error = verdict.max_error;
   result.status = verdict.ok ? "ok" : "wrong-result";
@@ -64,8 +70,16 @@ std::vector<MeasureResult> answer(const WorkerRequest& request) {
   std::vector<std::function<void()>> runs;
   std::vector<size_t> timed;
   for (size_t i = 0; i < request.candidates.size(); ++i) {
-    results.push_back(build_and_verify(request.task, data, request.candidates[i], built[i]));
+    results.push_back(build_and_verify(request.task, data, request.candidates[i], built[i],
+                                       request.timing.cutoff_ms > 0));
     if (results.back().status != "ok") continue;
+    double first = built[i].first_run_ms;
+    if (request.timing.cutoff_ms > 0 && first > request.timing.cutoff_ms) {
+      results.back().timing = {first, first, 1};
+      results.back().detail =
+          "cut off: first run over " + std::to_string(request.timing.cutoff_ms) + " ms";
+      continue;
+    }
     Kernel* kernel = built[i].kernel.get();
     runs.push_back([kernel] { kernel->run(); });
     timed.push_back(i);

@@ -16,10 +16,21 @@ std::string encode_request(const TaskSpec& task, const std::vector<Candidate>& c
   j["timing"] = {{"warmup", timing.warmup},
                  {"min_runs", timing.min_runs},
                  {"max_runs", timing.max_runs},
-                 {"target_seconds", timing.target_seconds}};
+                 {"target_seconds", timing.target_seconds},
+                 {"cutoff_ms", timing.cutoff_ms}};
   for (const auto& c : candidates)
     j["candidates"].push_back({{"method", c.method}, {"decisions", c.decisions}});
   return j.dump();
+}
+
+std::string encode_notice(WorkerNotice notice) {
+  return notice == WorkerNotice::kBuilt ? R"({"stage":"built"})" : R"({"stage":"first-run-done"})";
+}
+
+WorkerNotice decode_notice(const std::string& line) {
+  if (line == encode_notice(WorkerNotice::kBuilt)) return WorkerNotice::kBuilt;
+  if (line == encode_notice(WorkerNotice::kFirstRunDone)) return WorkerNotice::kFirstRunDone;
+  return WorkerNotice::kNone;
 }
 
 WorkerRequest decode_request(const std::string& line) {
@@ -30,7 +41,7 @@ WorkerRequest decode_request(const std::string& line) {
     r.interleaved = j.at("interleaved").get<bool>();
     const Json& t = j.at("timing");
     r.timing = {t.at("warmup").get<int>(), t.at("min_runs").get<int>(), t.at("max_runs").get<int>(),
-                t.at("target_seconds").get<double>()};
+                t.at("target_seconds").get<double>(), t.value("cutoff_ms", 0.0)};
     for (const auto& c : j.at("candidates"))
       r.candidates.push_back(
           {c.at("method").get<std::string>(), c.at("decisions").get<std::vector<int64_t>>()});

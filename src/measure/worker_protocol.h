@@ -1,6 +1,9 @@
 // The line protocol between Measurer and its worker: one JSON object per line.
 //   request : {"task": SPEC, "candidates": [{"method": M, "decisions": [...]}, ...],
-//              "interleaved": bool, "timing": {warmup, min_runs, max_runs, target_seconds}}
+//              "interleaved": bool, "timing": {warmup, min_runs, max_runs, target_seconds,
+//              cutoff_ms}}
+//   notices : {"stage": "built"} and {"stage": "first-run-done"}, only with a cutoff: they
+//             bracket a candidate's first run, which the measurer holds to a deadline
 //   response: {"results": [{"status", "min_ms", "median_ms", "runs", "max_error",
 //              "build_ms", "detail"}, ...]}
 #pragma once
@@ -21,6 +24,9 @@ struct WorkerRequest {
 std::string encode_request(const TaskSpec& task, const std::vector<Candidate>& candidates,
                            bool interleaved, const TimingOptions& timing);
 WorkerRequest decode_request(const std::string& line);
+enum class WorkerNotice { kNone, kBuilt, kFirstRunDone };
+std::string encode_notice(WorkerNotice notice);
+WorkerNotice decode_notice(const std::string& line);  // kNone: the line is a response
 std::string encode_response(const std::vector<MeasureResult>& results);
 std::vector<MeasureResult> decode_response(const std::string& line);
 

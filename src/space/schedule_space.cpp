@@ -203,6 +203,13 @@ std::vector<int64_t> ScheduleSpace::repair(std::vector<int64_t> decisions, size_
   for (size_t i = std::min(from, points_.size()); i < points_.size(); ++i) {
     auto legal = legal_values(i, decisions);
     if (std::find(legal.begin(), legal.end(), decisions[i]) != legal.end()) continue;
+    if (decisions[i] >= 0) {  // the nearest legal value keeps a repaired child near its parent
+      auto distance = [&](int64_t v) { return std::llabs(v - decisions[i]); };
+      decisions[i] = *std::min_element(legal.begin(), legal.end(), [&](int64_t a, int64_t b) {
+        return distance(a) < distance(b);
+      });
+      continue;
+    }
     decisions[i] = legal[std::uniform_int_distribution<size_t>(0, legal.size() - 1)(rng)];
   }
   return decisions;

@@ -63,8 +63,9 @@ class ScheduleSpace {
   bool is_legal(const std::vector<int64_t>& decisions) const;
 
   std::vector<int64_t> sample(std::mt19937_64& rng) const;
-  // Keeps decisions[0..from) and every later decision that is still legal; the rest are
-  // drawn at random. The result is always a complete, legal decision list.
+  // Keeps decisions[0..from) and every later decision that is still legal; an illegal one
+  // becomes the nearest legal value, a missing one (-1 or past the end) a random one.
+  // The result is always a complete, legal decision list.
   std::vector<int64_t> repair(std::vector<int64_t> decisions, size_t from,
                               std::mt19937_64& rng) const;
 

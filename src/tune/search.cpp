@@ -15,8 +15,17 @@ namespace {
 
 constexpr int kPopulation = 32;
 constexpr int kTournament = 4;
-// Search trials are timed briefly; the benchmark re-times the winners interleaved.
-const TimingOptions kTrialTiming{1, 3, 20, 0.1};
+// Search trials are timed briefly (the verification run is their warm-up); the benchmark
+// re-times the winners interleaved. A trial whose first run is this many times slower than
+// the best so far is not timed further.
+const TimingOptions kTrialTiming{0, 3, 20, 0.1};
+constexpr double kCutoffFactor = 4;
+
+TimingOptions trial_timing(double best_ms) {
+  TimingOptions timing = kTrialTiming;
+  timing.cutoff_ms = kCutoffFactor * best_ms;  // 0 while nothing has passed
+  return timing;
+}
 
 double wall_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -34,10 +43,20 @@ class Proposer {
 
   std::vector<int64_t> random() { return space_.sample(rng_); }
 
+  // One decision changed: mostly a step to a neighbouring legal value (a tile twice or
+  // half as large), sometimes any legal value.
   std::vector<int64_t> mutate(std::vector<int64_t> d) {
     size_t point = std::uniform_int_distribution<size_t>(0, d.size() - 1)(rng_);
     auto legal = space_.legal_values(point, d);
-    d[point] = legal[std::uniform_int_distribution<size_t>(0, legal.size() - 1)(rng_)];
+    auto at = std::find(legal.begin(), legal.end(), d[point]) - legal.begin();
+    bool step = at < std::ptrdiff_t(legal.size()) && legal.size() > 1 && rng_() % 4 != 0;
+    if (step) {
+      std::ptrdiff_t to = at + (rng_() % 2 ? 1 : -1);
+      if (to < 0 || to >= std::ptrdiff_t(legal.size())) to = at + (to < 0 ? 1 : -1);
+      d[point] = legal[to];
+    } else {
+      d[point] = legal[std::uniform_int_distribution<size_t>(0, legal.size() - 1)(rng_)];
+    }
     return space_.repair(d, point + 1, rng_);
   }
 
@@ -74,10 +93,10 @@ std::vector<std::vector<int64_t>> propose(Proposer& proposer, const std::string&
       d = proposer.random();
     } else {
       const Record& a = proposer.tournament(population);
-      d = proposer.rng()() % 2
+      d = proposer.rng()() % 4 == 0
               ? proposer.crossover(a.decisions, proposer.tournament(population).decisions)
               : a.decisions;
-      int mutations = 1 + int(proposer.rng()() % 3);
+      int mutations = 1 + int(proposer.rng()() % 4 == 0);
       for (int m = 0; m < mutations; ++m) d = proposer.mutate(d);
     }
     if (proposer.fresh(d)) batch.push_back(d);
@@ -109,12 +128,13 @@ SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& s
     int count = std::min(options.batch, options.trials - report.measured);
     auto batch = propose(proposer, options.method, population, count);
     if (batch.empty()) break;  // the space is exhausted
-    std::vector<Candidate> candidates;
-    for (auto& d : batch) candidates.push_back({"space", d});
-    auto results = measurer.measure_each(task, candidates, &kTrialTiming);
+    double best_ms = population.empty() ? 0 : population.front().median_ms;
     std::vector<Record> records;
     for (size_t i = 0; i < batch.size(); ++i) {
-      const MeasureResult& m = results[i];
+      TimingOptions timing = trial_timing(best_ms);
+      MeasureResult m = measurer.measure_each(task, {{"space", batch[i]}}, &timing).at(0);
+      if (m.status == "ok" && (best_ms == 0 || m.timing.median_ms < best_ms))
+        best_ms = m.timing.median_ms;
       Record r{options.hardware, task.key(), task.key(),      batch[i],
                options.method,   m.status,   m.timing.min_ms, m.timing.median_ms,
                m.timing.runs,    "",         m.detail,        double(std::time(nullptr))};
