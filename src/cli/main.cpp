@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <iostream>
 
-#include "measure/hardware.h"
+#include "lang/sentence.h"
+#include "lang/vocabulary.h"
 #include "measure/measurer.h"
 #include "space/schedule_space.h"
 #include "tune/bench.h"
 #include "tune/search.h"
 #include "util/error.h"
+#include "util/hardware.h"
 #include "util/strings.h"
 
 namespace tlm {
@@ -56,6 +58,30 @@ void print_space(const std::string& spec) {
                 space.describe_point(i).c_str());
 }
 
+std::vector<int64_t> parse_decisions(const std::string& text) {
+  std::vector<int64_t> decisions;
+  if (!text.empty())
+    for (const auto& v : split(text, ',')) decisions.push_back(parse_int(v, "--decisions"));
+  return decisions;
+}
+
+// The task's prompt and a schedule (given, or sampled with `seed`) in the tensor language.
+void print_sentence(const std::string& spec, const std::string& decisions, uint64_t seed) {
+  TaskSpec task = parse_task_spec(spec);
+  ScheduleSpace space(describe_task(task));
+  std::vector<int64_t> chosen = parse_decisions(decisions);
+  if (chosen.empty()) {
+    std::mt19937_64 rng(seed);
+    chosen = space.sample(rng);
+  }
+  auto prompt = encode_prompt(detect_hardware(), task, space.shape());
+  auto body = encode_decisions(space, chosen);
+  std::printf("prompt (%zu tokens): %s\n", prompt.size(), sentence_text(prompt).c_str());
+  std::printf("decisions (%zu tokens): %s\n", body.size(), sentence_text(body).c_str());
+  std::printf("vocabulary: %d tokens, hash %s\n", Vocabulary::get().size(),
+              Vocabulary::get().hash().c_str());
+}
+
 void run_tune(const std::string& spec, const SearchOptions& base, const CommonFlags& flags) {
   TaskSpec task = parse_task_spec(spec);
   RecordStore store(flags.db);
@@ -92,10 +118,7 @@ void run_bench(const std::vector<std::string>& specs, BenchOptions options,
 void run_measure(const std::string& spec, const std::string& method, const std::string& decisions,
                  const CommonFlags& flags) {
   TaskSpec task = parse_task_spec(spec);
-  Candidate candidate{method, {}};
-  if (!decisions.empty())
-    for (const auto& v : split(decisions, ','))
-      candidate.decisions.push_back(parse_int(v, "--decisions"));
+  Candidate candidate{method, parse_decisions(decisions)};
   if (method == "space") ScheduleSpace(describe_task(task)).check(candidate.decisions);
   Measurer measurer(measure_options(flags));
   MeasureResult r = measurer.measure_each(task, {candidate}).at(0);
@@ -144,6 +167,10 @@ int run(int argc, char** argv) {
   measure->add_option("--decisions", decisions, "comma-separated decision values (space)");
   add_common(measure, flags);
 
+  auto* lang = app.add_subcommand("lang", "show a task and a schedule in the tensor language");
+  lang->add_option("task", spec, "task spec")->required();
+  lang->add_option("--decisions", decisions, "comma-separated decision values (default: random)");
+  lang->add_option("--seed", search.seed, "seed of the random schedule");
   auto* worker = app.add_subcommand("worker", "internal: isolated measurement worker");
   worker->add_option("--threads", flags.threads);
   worker->group("");
@@ -152,6 +179,7 @@ int run(int argc, char** argv) {
   set_kernel_threads(flags.threads);
   if (*worker) return run_worker_loop();
   if (*space) print_space(spec);
+  if (*lang) print_sentence(spec, decisions, search.seed);
   if (*tune) run_tune(spec, search, flags);
   if (*bench_op) {
     bench_options.methods = split(methods, ',');

@@ -181,4 +181,27 @@ std::vector<std::string> known_epilogues() {
   return epilogue_names();
 }
 
+std::vector<std::string> param_keys(const std::string& op) {
+  std::vector<std::string> keys;
+  for (const auto& p : find_schema(op).params) keys.push_back(p.name);
+  return keys;
+}
+
+std::vector<std::string> known_param_keys() {
+  std::vector<std::string> keys;
+  for (const auto& schema : op_schemas())
+    for (const auto& p : schema.params)
+      if (std::find(keys.begin(), keys.end(), p.name) == keys.end()) keys.push_back(p.name);
+  return keys;
+}
+
+std::vector<std::string> known_param_words() {
+  std::vector<std::string> words;
+  for (const auto& schema : op_schemas())
+    for (const auto& p : schema.params)
+      for (const auto& w : p.words)
+        if (std::find(words.begin(), words.end(), w) == words.end()) words.push_back(w);
+  return words;
+}
+
 }  // namespace tlm

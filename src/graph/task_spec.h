@@ -29,5 +29,9 @@ TaskSpec parse_task_spec(const std::string& text);
 // The op names and epilogue names the parser accepts.
 std::vector<std::string> known_ops();
 std::vector<std::string> known_epilogues();
+// An op's parameter keys in schema order; every key and every word value of any op.
+std::vector<std::string> param_keys(const std::string& op);
+std::vector<std::string> known_param_keys();
+std::vector<std::string> known_param_words();
 
 }  // namespace tlm

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,7 +41,8 @@ void Measurer::start_worker() {
   if (pipe(in_pipe) || pipe(out_pipe)) throw Error("measurer: cannot create pipes");
   pid_t pid = fork();
   if (pid < 0) throw Error("measurer: cannot fork a worker");
-  if (pid == 0) {  // child: only async-signal-safe calls until exec
+  if (pid == 0) {                      // child: only async-signal-safe calls until exec
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // a worker never outlives its measurer
     dup2(in_pipe[0], 0);
     dup2(out_pipe[1], 1);
     int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -1,6 +1,7 @@
 // The Halide algorithm of every operator kind, with its fused epilogue.
 // Tensors are row-major; Halide dimensions are innermost first, so a row-major [m, n]
 // tensor is the Halide buffer (n, m). No schedule is set here.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -80,8 +81,14 @@ class PipelineBuilder {
                  const std::vector<int64_t>& extents, const std::vector<int>& output_dim,
                  const RDom& rdom = RDom(), const std::vector<int64_t>& rextents = {},
                  bool feeds_next = false) {
+    // Halide makes Func names unique per process ("acc$3"); the stage keeps the base name.
+    std::string name = func.name().substr(0, func.name().find('$'));
+    const auto& names = known_stage_names();
+    if (std::find(names.begin(), names.end(), name) == names.end() || vars.size() > kMaxLoopDims ||
+        rextents.size() > kMaxLoopDims)
+      throw Error("ops: stage '" + name + "' is not in known_stage_names() or too deep");
     int index = static_cast<int>(pipeline_.stages.size());
-    StageShape shape{func.name(), kind, extents, output_dim, rextents, feeds_next ? index + 1 : -1};
+    StageShape shape{name, kind, extents, output_dim, rextents, feeds_next ? index + 1 : -1};
     pipeline_.shape.stages.push_back(shape);
     pipeline_.stages.push_back({func, vars, rdom, !rextents.empty()});
   }
@@ -352,6 +359,12 @@ TaskPipeline build_task_pipeline(const TaskSpec& task, int64_t weight_block) {
   if (op == "reduce") return build_reduce(b);
   if (op == "elementwise") return build_elementwise(b);
   throw Error("no Halide algorithm for op '" + op + "'");
+}
+
+const std::vector<std::string>& known_stage_names() {
+  static const std::vector<std::string> names = {"out",    "acc",    "src",  "rowmax",
+                                                 "rowsum", "rowvar", "rowsq"};
+  return names;
 }
 
 TaskShape describe_task(const TaskSpec& task) {

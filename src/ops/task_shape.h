@@ -50,6 +50,10 @@ struct TaskShape {
 // task; throws tlm::Error naming the problem.
 TaskShape describe_task(const TaskSpec& task);
 
+// Every stage name an algorithm uses (the tensor language has a word for each).
+const std::vector<std::string>& known_stage_names();
+constexpr size_t kMaxLoopDims = 6;  // pure or reduction loops of one stage, at most
+
 // Packs a weight tensor [K, rest...] into [K / block, rest..., block]: `block` output
 // channels become the innermost, contiguous dimension (vector loads along channels).
 // Weights are constants, so this is done once, outside any timed run.

@@ -121,6 +121,24 @@ void ScheduleSpace::add_stage_points(size_t s) {
                              kMaxReductionUnroll});
 }
 
+std::vector<std::string> all_point_names() {
+  std::vector<std::string> names = {"layout.weight_block"};
+  for (size_t d = 0; d < kMaxLoopDims; ++d) {
+    names.push_back("out.tile1.d" + std::to_string(d));
+    names.push_back("out.tile2.d" + std::to_string(d));
+  }
+  for (const char* attr : {"vector_dim", "vector_width", "unroll", "parallel"})
+    names.push_back(std::string("out.") + attr);
+  for (const auto& stage : known_stage_names()) {
+    if (stage == "out") continue;
+    for (const char* attr : {"location", "vector_width", "reduction_order", "unroll_reduction"})
+      names.push_back(stage + "." + attr);
+    for (size_t r = 0; r < kMaxLoopDims; ++r)
+      names.push_back(stage + ".rsplit.r" + std::to_string(r));
+  }
+  return names;
+}
+
 std::vector<int64_t> ScheduleSpace::legal_values(size_t i,
                                                  const std::vector<int64_t>& prefix) const {
   const DecisionPoint& p = points_.at(i);

@@ -98,4 +98,8 @@ class ScheduleSpace {
 
 std::vector<int64_t> divisors(int64_t n);
 
+// The name of every decision point any task's space can have (the tensor language has a
+// token for each).
+std::vector<std::string> all_point_names();
+
 }  // namespace tlm

@@ -22,6 +22,17 @@ bool is_search(const std::string& method, std::string& name, int& trials) {
   return true;
 }
 
+// Measured trials per second of a search, from its records' creation times; gaps over a
+// minute (a search stopped and resumed later) are left out.
+double trials_per_second(const std::vector<Record>& records) {
+  double active = 0;
+  for (size_t i = 1; i < records.size(); ++i) {
+    double gap = records[i].created - records[i - 1].created;
+    if (gap >= 0 && gap < 60) active += gap;
+  }
+  return active > 0 ? double(records.size() - 1) / active : 0;
+}
+
 // The best schedule `name` found within `trials`, searching first if the store has fewer.
 BenchEntry search_entry(const TaskSpec& task, const std::string& method, const std::string& name,
                         int trials, Measurer& measurer, RecordStore& store,
@@ -41,7 +52,7 @@ BenchEntry search_entry(const TaskSpec& task, const std::string& method, const s
   }
   auto records = stored();
   records.resize(std::min<size_t>(records.size(), size_t(trials)));  // first `trials`, oldest first
-  BenchEntry entry{method, {}, 0, {}};
+  BenchEntry entry{method, {}, 0, {}, trials_per_second(records)};
   const Record* best = nullptr;
   for (const auto& r : records)
     if (r.status == "ok" && (!best || r.median_ms < best->median_ms)) best = &r;
@@ -67,6 +78,25 @@ double baseline_ms(const BenchRow& row, const std::string& baseline) {
     if (counts && (base == 0 || e.result.timing.median_ms < base)) base = e.result.timing.median_ms;
   }
   return base;
+}
+
+// One table line: a failed method's status, else its latency, GFLOP/s and ratio to `base`.
+std::string format_entry(const BenchEntry& e, double base) {
+  char line[256];
+  if (e.result.status != "ok") {
+    std::snprintf(line, sizeof line, "  %-18s %s %s\n", e.method.c_str(), e.result.status.c_str(),
+                  e.result.detail.substr(0, 80).c_str());
+    return line;
+  }
+  std::snprintf(line, sizeof line, "  %-18s %10.4f %10.4f %9.1f %8.2fx", e.method.c_str(),
+                e.result.timing.median_ms, e.result.timing.min_ms, e.gflops,
+                base > 0 ? base / e.result.timing.median_ms : 0.0);
+  std::string text = line;
+  if (e.trials_per_second > 0) {
+    std::snprintf(line, sizeof line, "  (search: %.2f trials/s)", e.trials_per_second);
+    text += line;
+  }
+  return text + "\n";
 }
 
 }  // namespace
@@ -111,17 +141,7 @@ std::string format_bench_table(const std::vector<BenchRow>& rows, const std::str
     std::snprintf(line, sizeof line, "  %-18s %10s %10s %9s %8s\n", "method", "median_ms", "min_ms",
                   "GFLOP/s", baseline.empty() ? "vs_peer" : ("vs_" + baseline).c_str());
     out += line;
-    for (const auto& e : row.entries) {
-      if (e.result.status != "ok") {
-        std::snprintf(line, sizeof line, "  %-18s %s %s\n", e.method.c_str(),
-                      e.result.status.c_str(), e.result.detail.substr(0, 80).c_str());
-      } else {
-        std::snprintf(line, sizeof line, "  %-18s %10.4f %10.4f %9.1f %8.2fx\n", e.method.c_str(),
-                      e.result.timing.median_ms, e.result.timing.min_ms, e.gflops,
-                      base > 0 ? base / e.result.timing.median_ms : 0.0);
-      }
-      out += line;
-    }
+    for (const auto& e : row.entries) out += format_entry(e, base);
   }
   return out;
 }
@@ -137,6 +157,7 @@ void write_bench_json(const std::string& path, const std::vector<BenchRow>& rows
                            {"runs", e.result.timing.runs},
                            {"gflops", e.gflops},
                            {"decisions", e.decisions},
+                           {"trials_per_second", e.trials_per_second},
                            {"schedule", e.result.detail}};
     j.push_back({{"task", row.task},
                  {"flops", row.flops},

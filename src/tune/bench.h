@@ -23,6 +23,7 @@ struct BenchEntry {
   MeasureResult result;  // status "n/a" when the method does not apply to the task
   double gflops = 0;
   std::vector<int64_t> decisions;  // for methods searching our space
+  double trials_per_second = 0;    // of that search, from its records' timestamps
 };
 
 struct BenchRow {

@@ -1,4 +1,4 @@
-#include "measure/hardware.h"
+#include "util/hardware.h"
 
 #include <unistd.h>
 

@@ -1,0 +1,57 @@
+// Sentence: a task and a schedule in the tensor language, and back.
+//
+//   <bos> isa x86-64-avx512 vector_bits 5 1 2 # cores 2 # ... f32 op:matmul m 1 0 2 4 # ...
+//   stage:anchor loops 1 0 2 4 # 1 0 2 4 # rloops 1 0 2 4 # stage:output loops ... ;
+//   out.tile1.d0 6 4 # out.tile2.d0 3 2 # ... acc.unroll_reduction 0 # <eos>
+//
+// The prompt (up to ";") describes the hardware, the task and every stage's loop extents
+// in the order the decision points refer to them (innermost first). The decisions name
+// each point of the task's space in order and give its value. DecisionCursor walks the
+// decisions token by token and says which tokens are legal next: the point's name, then
+// only digits that still spell a legal value, `#` once they do. A generator that picks
+// among those tokens alone always writes a schedule of the space.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/task_spec.h"
+#include "space/schedule_space.h"
+#include "util/hardware.h"
+
+namespace tlm {
+
+// <bos>, the hardware, the task and its stages, ending with ";".
+std::vector<int> encode_prompt(const Hardware& hardware, const TaskSpec& task,
+                               const TaskShape& shape);
+// Point names and values of a complete, legal decision list, ending with <eos>.
+std::vector<int> encode_decisions(const ScheduleSpace& space,
+                                  const std::vector<int64_t>& decisions);
+// The decision list the tokens spell; throws tlm::Error at the first token the space does
+// not allow there (or when the tokens end early).
+std::vector<int64_t> decode_decisions(const ScheduleSpace& space, const std::vector<int>& tokens);
+// Tokens as words separated by spaces.
+std::string sentence_text(const std::vector<int>& tokens);
+
+class DecisionCursor {
+ public:
+  explicit DecisionCursor(const ScheduleSpace& space);
+
+  const std::vector<int>& allowed() const { return allowed_; }  // legal next tokens
+  void push(int token);  // throws tlm::Error if the token is not allowed
+  bool done() const { return done_; }
+  const std::vector<int64_t>& decisions() const { return decisions_; }
+
+ private:
+  void begin_point();   // the point's name is next (or <eos> after the last point)
+  void allow_digits();  // digits continuing a legal value, `#` if one is complete
+
+  const ScheduleSpace& space_;
+  std::vector<int64_t> decisions_;
+  std::vector<std::string> legal_;  // the current point's legal values, in decimal
+  std::string digits_;              // digits of the current value so far
+  bool naming_ = true, done_ = false;
+  std::vector<int> allowed_;
+};
+
+}  // namespace tlm

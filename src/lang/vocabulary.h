@@ -1,0 +1,48 @@
+// Vocabulary: every token of the tensor language, one fixed list for all tasks.
+//
+// A sentence is `prompt ; decisions`. The prompt describes the hardware and the task in
+// words (op, parameter keys, epilogues, stage kinds) and numbers; the decisions name each
+// decision point by one token and give its value as a number. Numbers are spelled in
+// decimal digits closed by `#` (512 -> "5" "1" "2" "#"), so a shape never seen in
+// training still reads as digits the model knows, and no value is out of vocabulary.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tlm {
+
+class Vocabulary {
+ public:
+  // The one vocabulary, built from the ops' schemas, stage names and the space's points.
+  static const Vocabulary& get();
+
+  int size() const { return static_cast<int>(tokens_.size()); }
+  int id(const std::string& token) const;  // throws tlm::Error for an unknown token
+  bool has(const std::string& token) const { return ids_.count(token) != 0; }
+  const std::string& text(int id) const;  // throws tlm::Error for an id out of range
+
+  int pad() const { return pad_; }
+  int bos() const { return bos_; }
+  int eos() const { return eos_; }
+  int separator() const { return separator_; }  // ";" between prompt and decisions
+  int number_end() const { return number_end_; }
+  int digit(int d) const { return digit0_ + d; }
+  bool is_digit(int id) const { return id >= digit0_ && id < digit0_ + 10; }
+
+  // Appends `value` (>= 0) as digits and `#`.
+  void append_number(int64_t value, std::vector<int>& out) const;
+  // A vocabulary fingerprint: checkpoints record it, so a changed vocabulary is caught.
+  std::string hash() const;
+
+ private:
+  Vocabulary();
+  void add(const std::string& token);
+
+  std::vector<std::string> tokens_;
+  std::map<std::string, int> ids_;
+  int pad_ = 0, bos_ = 0, eos_ = 0, separator_ = 0, number_end_ = 0, digit0_ = 0;
+};
+
+}  // namespace tlm
