@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli/model_commands.h"
 #include "lang/sentence.h"
 #include "lang/vocabulary.h"
 #include "measure/measurer.h"
@@ -171,6 +172,8 @@ int run(int argc, char** argv) {
   lang->add_option("task", spec, "task spec")->required();
   lang->add_option("--decisions", decisions, "comma-separated decision values (default: random)");
   lang->add_option("--seed", search.seed, "seed of the random schedule");
+  std::vector<std::string> words(argv, argv + argc);
+  add_model_commands(app, join(words, " "));
   auto* worker = app.add_subcommand("worker", "internal: isolated measurement worker");
   worker->add_option("--threads", flags.threads);
   worker->group("");

@@ -100,7 +100,7 @@ std::string sentence_text(const std::vector<int>& tokens) {
   return text;
 }
 
-DecisionCursor::DecisionCursor(const ScheduleSpace& space) : space_(space) {
+DecisionCursor::DecisionCursor(const ScheduleSpace& space) : space_(&space) {
   begin_point();
 }
 
@@ -109,7 +109,7 @@ void DecisionCursor::begin_point() {
   naming_ = true;
   digits_.clear();
   size_t i = decisions_.size();
-  allowed_ = {i < space_.num_points() ? v.id(space_.point(i).name) : v.eos()};
+  allowed_ = {i < space_->num_points() ? v.id(space_->point(i).name) : v.eos()};
 }
 
 void DecisionCursor::allow_digits() {
@@ -135,7 +135,7 @@ void DecisionCursor::push(int token) {
   } else if (naming_) {
     naming_ = false;
     legal_.clear();
-    for (int64_t value : space_.legal_values(decisions_.size(), decisions_))
+    for (int64_t value : space_->legal_values(decisions_.size(), decisions_))
       legal_.push_back(std::to_string(value));
     allow_digits();
   } else if (token == v.number_end()) {

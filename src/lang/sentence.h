@@ -46,7 +46,7 @@ class DecisionCursor {
   void begin_point();   // the point's name is next (or <eos> after the last point)
   void allow_digits();  // digits continuing a legal value, `#` if one is complete
 
-  const ScheduleSpace& space_;
+  const ScheduleSpace* space_;  // a pointer, so cursors can be copied and assigned
   std::vector<int64_t> decisions_;
   std::vector<std::string> legal_;  // the current point's legal values, in decimal
   std::string digits_;              // digits of the current value so far

@@ -1,0 +1,133 @@
+#include "cli/model_commands.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "model/dataset.h"
+#include "model/schedule_model.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace tlm {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
+}
+
+std::vector<std::string> read_task_list(const std::string& path) {
+  std::vector<std::string> tasks;
+  if (path.empty()) return tasks;
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read task list '" + path + "'");
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] != '#') tasks.push_back(line);
+  return tasks;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read '" + path + "'");
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+struct CorpusFlags {
+  std::string out, exclude = "bench/heldout_tasks.txt";
+  int per_task = 100;
+  uint64_t seed = 1;
+};
+
+void run_corpus(const CorpusFlags& f) {
+  auto tasks = pretrain_tasks(read_task_list(f.exclude));
+  Dataset data = sample_corpus(tasks, f.per_task, f.seed, detect_hardware());
+  write_dataset(f.out, data);
+  std::printf("%zu tasks, %zu sentences -> %s (hash %s)\n", tasks.size(), data.sentences.size(),
+              f.out.c_str(), data.hash.c_str());
+}
+
+struct TrainFlags {
+  TrainOptions options;
+  std::string config_path, init, models_dir = "models";
+};
+
+void run_train(const TrainFlags& f, const std::string& command) {
+  ModelConfig config;
+  if (f.init.empty()) config = ModelConfig::from_json(read_text(f.config_path));
+  auto result = train_checkpoint(f.options, config, f.init, f.models_dir, command);
+  std::printf("step %d, loss %.4f, validation loss %.4f, %.0f tokens/s\ncheckpoint %s/%s\n",
+              result.report.step, result.report.loss, result.report.validation_loss,
+              result.report.tokens_per_second, f.models_dir.c_str(), result.id.c_str());
+}
+
+struct GenFlags {
+  std::string task, model;
+  GenerateOptions options;
+};
+
+void run_gen(const GenFlags& f) {
+  TaskSpec task = parse_task_spec(f.task);
+  auto start = std::chrono::steady_clock::now();
+  auto model = ScheduleModel::load(f.model);
+  double load_ms = ms_since(start);
+  start = std::chrono::steady_clock::now();
+  auto results = model->generate(task, detect_hardware(), f.options);
+  double generate_ms = ms_since(start);
+  for (const auto& g : results) {
+    std::vector<std::string> values;
+    for (int64_t v : g.decisions) values.push_back(std::to_string(v));
+    std::printf("%s  log_prob %.3f\n", join(values, ",").c_str(), g.log_prob);
+  }
+  std::fprintf(stderr,
+               "model %s (%lld parameters): load %.1f ms, generation %.1f ms (%.2f ms per "
+               "schedule)\n",
+               model->info().id.c_str(), (long long)model->parameter_count(), load_ms, generate_ms,
+               generate_ms / std::max<size_t>(1, results.size()));
+}
+
+}  // namespace
+
+void add_model_commands(CLI::App& app, const std::string& command_line) {
+  auto corpus_flags = std::make_shared<CorpusFlags>();
+  auto* corpus = app.add_subcommand("corpus", "write a pretraining corpus of random schedules");
+  corpus->add_option("-o,--out", corpus_flags->out, "dataset file")->required();
+  corpus->add_option("--per-task", corpus_flags->per_task, "random schedules per task");
+  corpus->add_option("--seed", corpus_flags->seed, "random seed");
+  corpus->add_option("--exclude", corpus_flags->exclude, "held-out task list to leave out");
+  corpus->callback([corpus_flags] { run_corpus(*corpus_flags); });
+
+  auto train_flags = std::make_shared<TrainFlags>();
+  auto* train = app.add_subcommand("train", "train the model");
+  train->require_subcommand(1);
+  auto* pretrain = train->add_subcommand("pretrain", "next-token training on a dataset");
+  TrainOptions& o = train_flags->options;
+  pretrain->add_option("--data", o.data_path, "dataset file (tlm corpus)")->required();
+  pretrain->add_option("--run", o.run_dir, "run directory (resumed if it has a state)")->required();
+  pretrain->add_option("--config", train_flags->config_path, "model config (JSON)");
+  pretrain->add_option("--init", train_flags->init, "checkpoint to continue from");
+  pretrain->add_option("--steps", o.steps, "optimizer steps in all");
+  pretrain->add_option("--batch", o.batch, "sentences per step");
+  pretrain->add_option("--lr", o.learning_rate, "peak learning rate");
+  pretrain->add_option("--save-every", o.save_every, "steps between saved states");
+  pretrain->add_option("--threads", o.threads, "intra-op threads");
+  pretrain->add_option("--models", train_flags->models_dir, "where checkpoints are written");
+  pretrain->callback([train_flags, command_line] {
+    if (train_flags->config_path.empty() && train_flags->init.empty())
+      throw Error("train pretrain: give --config (a fresh model) or --init (a checkpoint)");
+    run_train(*train_flags, command_line);
+  });
+
+  auto gen_flags = std::make_shared<GenFlags>();
+  auto* gen = app.add_subcommand("gen", "generate schedules for a task with the model");
+  gen->add_option("task", gen_flags->task, "task spec")->required();
+  gen->add_option("-k", gen_flags->options.k, "schedules to write");
+  gen->add_option("--model", gen_flags->model, "checkpoint folder")->required();
+  gen->add_option("--mode", gen_flags->options.mode, "beam | greedy | sample");
+  gen->add_option("--seed", gen_flags->options.seed, "seed (sample)");
+  gen->add_option("--temperature", gen_flags->options.temperature, "temperature (sample)");
+  gen->callback([gen_flags] { run_gen(*gen_flags); });
+}
+
+}  // namespace tlm

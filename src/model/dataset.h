@@ -1,0 +1,41 @@
+// Dataset: sentences of the tensor language for training, in one binary file.
+//
+// Pretraining sentences are random schedules of many tasks (every decision point uniform
+// over its legal values, as ScheduleSpace::sample draws them): they teach the language
+// and the structure of each space, not speed. Fine-tuning sentences are the best measured
+// schedules per task. The file records the vocabulary hash, so data and model never mix
+// across vocabularies, and its content hash names the data a checkpoint learned from.
+//
+// File: "TLMDATA1", vocabulary hash (16 hex chars), uint32 count, then per sentence:
+// uint16 prompt length, uint16 total length, uint16 tokens.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "util/hardware.h"
+
+namespace tlm {
+
+struct Sentence {
+  std::vector<int> tokens;  // prompt (up to and including ";") then decisions
+  int prompt_length = 0;
+};
+
+struct Dataset {
+  std::vector<Sentence> sentences;
+  std::string hash;  // of the file's bytes, set by read/write
+};
+
+void write_dataset(const std::string& path, Dataset& data);
+// Throws tlm::Error for a missing, truncated or foreign file, or another vocabulary's.
+Dataset read_dataset(const std::string& path);
+
+// Task specs for pretraining: shape variations of every operator kind, minus `excluded`
+// (held-out tasks); deterministic.
+std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded);
+// `per_task` random schedules of each task, as sentences (with progress on stderr).
+Dataset sample_corpus(const std::vector<std::string>& tasks, int per_task, uint64_t seed,
+                      const Hardware& hardware);
+
+}  // namespace tlm

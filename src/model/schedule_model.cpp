@@ -1,0 +1,73 @@
+#include "model/schedule_model.h"
+
+#include <chrono>
+
+#include "lang/sentence.h"
+#include "lang/vocabulary.h"
+#include "model/checkpoint.h"
+#include "model/generator.h"
+#include "model/train.h"
+#include "util/error.h"
+
+namespace tlm {
+
+struct ScheduleModel::Impl {
+  Gpt model{nullptr};
+  CheckpointInfo info;
+};
+
+ScheduleModel::ScheduleModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ScheduleModel::~ScheduleModel() = default;
+
+std::unique_ptr<ScheduleModel> ScheduleModel::load(const std::string& checkpoint_dir) {
+  auto impl = std::make_unique<Impl>();
+  impl->model = load_checkpoint(checkpoint_dir, &impl->info);
+  impl->model->eval();
+  return std::unique_ptr<ScheduleModel>(new ScheduleModel(std::move(impl)));
+}
+
+std::vector<Generated> ScheduleModel::generate(const TaskSpec& task, const Hardware& hardware,
+                                               const GenerateOptions& options) {
+  ScheduleSpace space(describe_task(task));
+  auto prompt = encode_prompt(hardware, task, space.shape());
+  return tlm::generate(impl_->model, prompt, space, options);
+}
+
+const CheckpointInfo& ScheduleModel::info() const {
+  return impl_->info;
+}
+const ModelConfig& ScheduleModel::config() const {
+  return impl_->model->config();
+}
+int64_t ScheduleModel::parameter_count() const {
+  return impl_->model->parameter_count();
+}
+
+TrainedCheckpoint train_checkpoint(const TrainOptions& options, const ModelConfig& config,
+                                   const std::string& init_checkpoint,
+                                   const std::string& models_dir, const std::string& command) {
+  CheckpointInfo parent;
+  ModelConfig fresh = config;
+  if (fresh.vocab == 0) fresh.vocab = Vocabulary::get().size();
+  if (fresh.vocab != Vocabulary::get().size())
+    throw Error("model config: vocab " + std::to_string(fresh.vocab) + " is not the language's " +
+                std::to_string(Vocabulary::get().size()));
+  Gpt model = init_checkpoint.empty() ? Gpt(fresh) : load_checkpoint(init_checkpoint, &parent);
+  TrainedCheckpoint result;
+  result.report = train_model(options, model);
+  CheckpointInfo info;
+  info.data_hash = result.report.data_hash;
+  info.parent = parent.id;
+  info.command = command;
+  char metrics[256];
+  std::snprintf(
+      metrics, sizeof metrics,
+      R"({"steps": %d, "loss": %.5f, "validation_loss": %.5f, "tokens_per_second": %.0f})",
+      result.report.step, result.report.loss, result.report.validation_loss,
+      result.report.tokens_per_second);
+  info.metrics_json = metrics;
+  result.id = write_checkpoint(model, info, models_dir);
+  return result;
+}
+
+}  // namespace tlm
