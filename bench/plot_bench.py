@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Plots of a `tlm bench op` run, written next to its JSON.
 
   python3 bench/plot_bench.py bench/results/bench_op.json [--db bench/results/records.db]

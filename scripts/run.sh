@@ -11,4 +11,4 @@ mkdir -p bench/results
 ./build/src/cli/tlm bench op $(cat bench/op_set.txt) \
   --methods "evolutionary-$trials,random-$trials,adams2019,mullapudi2016,li2018,onednn,openblas" \
   --db bench/results/records.db --json bench/results/bench_op.json
-python3 bench/plot_bench.py bench/results/bench_op.json --db bench/results/records.db
+/usr/bin/python3 bench/plot_bench.py bench/results/bench_op.json --db bench/results/records.db

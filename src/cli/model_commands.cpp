@@ -1,5 +1,7 @@
 #include "cli/model_commands.h"
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -62,6 +64,27 @@ void run_train(const TrainFlags& f, const std::string& command) {
               result.report.tokens_per_second, f.models_dir.c_str(), result.id.c_str());
 }
 
+struct FinetuneFlags {
+  TrainFlags train;
+  std::string db = "tlm.db", exclude = "bench/heldout_tasks.txt";
+  int per_task = 8;
+};
+
+// Writes the best measured schedules of the store to the run directory, then trains the
+// --init checkpoint on them.
+void run_finetune(FinetuneFlags f, const std::string& command) {
+  RecordStore store(f.db);
+  ::mkdir(f.train.options.run_dir.c_str(), 0755);
+  Dataset data = best_measured(store, detect_hardware(), f.per_task, read_task_list(f.exclude));
+  if (data.sentences.empty())
+    throw Error("train finetune: no measured schedules in '" + f.db + "'");
+  f.train.options.data_path = f.train.options.run_dir + "/finetune.bin";
+  write_dataset(f.train.options.data_path, data);
+  std::printf("%zu measured schedules -> %s (hash %s)\n", data.sentences.size(),
+              f.train.options.data_path.c_str(), data.hash.c_str());
+  run_train(f.train, command);
+}
+
 struct GenFlags {
   std::string task, model;
   GenerateOptions options;
@@ -118,6 +141,23 @@ void add_model_commands(CLI::App& app, const std::string& command_line) {
       throw Error("train pretrain: give --config (a fresh model) or --init (a checkpoint)");
     run_train(*train_flags, command_line);
   });
+
+  auto finetune_flags = std::make_shared<FinetuneFlags>();
+  auto* finetune = train->add_subcommand("finetune", "train a checkpoint on measured schedules");
+  TrainOptions& fo = finetune_flags->train.options;
+  finetune->add_option("--db", finetune_flags->db, "record store");
+  finetune->add_option("--init", finetune_flags->train.init, "checkpoint to fine-tune")->required();
+  finetune->add_option("--run", fo.run_dir, "run directory (resumed if it has a state)")
+      ->required();
+  finetune->add_option("--per-task", finetune_flags->per_task, "best schedules per task");
+  finetune->add_option("--exclude", finetune_flags->exclude, "held-out task list to leave out");
+  finetune->add_option("--steps", fo.steps, "optimizer steps in all");
+  finetune->add_option("--batch", fo.batch, "sentences per step");
+  finetune->add_option("--lr", fo.learning_rate, "peak learning rate");
+  finetune->add_option("--threads", fo.threads, "intra-op threads");
+  finetune->add_option("--models", finetune_flags->train.models_dir, "where checkpoints go");
+  finetune->callback(
+      [finetune_flags, command_line] { run_finetune(*finetune_flags, command_line); });
 
   auto gen_flags = std::make_shared<GenFlags>();
   auto* gen = app.add_subcommand("gen", "generate schedules for a task with the model");

@@ -160,6 +160,27 @@ std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded
   return tasks;
 }
 
+Dataset best_measured(const RecordStore& store, const Hardware& hardware, int per_task,
+                      const std::vector<std::string>& excluded) {
+  std::set<std::string> skip;
+  for (const auto& e : excluded) skip.insert(parse_task_spec(e).key());
+  Dataset data;
+  for (const auto& key : store.task_keys()) {
+    if (skip.count(key)) continue;
+    TaskSpec task = parse_task_spec(key);
+    ScheduleSpace space(describe_task(task));
+    auto prompt = encode_prompt(hardware, task, space.shape());
+    for (const auto& r : store.best(key, hardware.fingerprint(), per_task)) {
+      if (!space.is_legal(r.decisions)) continue;
+      Sentence s{prompt, int(prompt.size())};
+      auto body = encode_decisions(space, r.decisions);
+      s.tokens.insert(s.tokens.end(), body.begin(), body.end());
+      data.sentences.push_back(std::move(s));
+    }
+  }
+  return data;
+}
+
 Dataset sample_corpus(const std::vector<std::string>& tasks, int per_task, uint64_t seed,
                       const Hardware& hardware) {
   Dataset data;

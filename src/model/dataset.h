@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "store/record_store.h"
 #include "util/hardware.h"
 
 namespace tlm {
@@ -34,6 +35,11 @@ Dataset read_dataset(const std::string& path);
 // Task specs for pretraining: shape variations of every operator kind, minus `excluded`
 // (held-out tasks); deterministic.
 std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded);
+// Fine-tuning sentences: the `per_task` fastest verified schedules of every task the store
+// has measured on this hardware, minus `excluded` (held-out tasks), skipping records
+// that are no longer legal in the task's space.
+Dataset best_measured(const RecordStore& store, const Hardware& hardware, int per_task,
+                      const std::vector<std::string>& excluded);
 // `per_task` random schedules of each task, as sentences (with progress on stderr).
 Dataset sample_corpus(const std::vector<std::string>& tasks, int per_task, uint64_t seed,
                       const Hardware& hardware);
