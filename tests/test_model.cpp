@@ -11,6 +11,7 @@
 #include "model/checkpoint.h"
 #include "model/dataset.h"
 #include "model/generator.h"
+#include "model/registry.h"
 #include "model/train.h"
 #include "op_kinds.h"
 #include "util/error.h"
@@ -147,6 +148,29 @@ TEST(Checkpoint, LoadsWhatWasWrittenAndRejectsCorruptFiles) {
   std::ofstream(dir + "/" + id + "/weights.pt", std::ios::app) << "x";
   EXPECT_THROW(load_checkpoint(dir + "/" + id), Error);
   EXPECT_THROW(load_checkpoint(dir + "/no-such-checkpoint"), Error);
+}
+
+TEST(Registry, PromoteRollbackAndHistory) {
+  std::string dir = temp_dir("registry");
+  torch::manual_seed(7);
+  Gpt a(tiny_config()), b(tiny_config());
+  std::string base = write_checkpoint(a, {}, dir), next = write_checkpoint(b, {}, dir);
+  {
+    Registry registry(dir);
+    EXPECT_THROW(registry.rollback("", "no base yet"), Error);
+    registry.set_base(base, "shipped");
+    registry.promote(next, "held-out geomean improved");
+    EXPECT_THROW(registry.promote("tlm-none", "x"), Error);
+  }
+  Registry reread(dir);
+  EXPECT_EQ(reread.default_id(), next);
+  EXPECT_EQ(reread.base_id(), base);
+  reread.rollback("", "regression");
+  EXPECT_EQ(Registry(dir).default_id(), base);
+  EXPECT_EQ(Registry(dir).history().size(), 3u);
+  EXPECT_EQ(Registry(dir).list().size(), 2u);
+  std::ofstream(dir + "/registry.json") << "{broken";
+  EXPECT_THROW(Registry{dir}, Error);
 }
 
 // A run stopped after 3 steps and resumed to 6 ends exactly where a 6-step run ends.

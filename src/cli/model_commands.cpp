@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "model/dataset.h"
+#include "model/registry.h"
 #include "model/schedule_model.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -86,14 +87,23 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
 }
 
 struct GenFlags {
-  std::string task, model;
+  std::string task, model, models_dir = "models";
   GenerateOptions options;
 };
+
+// The checkpoint folder to use: --model if given, else the registry's default.
+std::string model_path(const std::string& model, const std::string& models_dir) {
+  if (!model.empty()) return model;
+  Registry registry(models_dir);
+  if (registry.default_id().empty())
+    throw Error("no default model in '" + models_dir + "' (train one, or pass --model)");
+  return registry.path_of(registry.default_id());
+}
 
 void run_gen(const GenFlags& f) {
   TaskSpec task = parse_task_spec(f.task);
   auto start = std::chrono::steady_clock::now();
-  auto model = ScheduleModel::load(f.model);
+  auto model = ScheduleModel::load(model_path(f.model, f.models_dir));
   double load_ms = ms_since(start);
   start = std::chrono::steady_clock::now();
   auto results = model->generate(task, detect_hardware(), f.options);
@@ -108,6 +118,48 @@ void run_gen(const GenFlags& f) {
                "schedule)\n",
                model->info().id.c_str(), (long long)model->parameter_count(), load_ms, generate_ms,
                generate_ms / std::max<size_t>(1, results.size()));
+}
+
+struct RegistryFlags {
+  std::string models_dir = "models", id, reason = "by hand";
+};
+
+void print_checkpoints(const Registry& registry) {
+  for (const auto& c : registry.list()) {
+    std::string marks = c.id == registry.default_id() ? " [default]" : "";
+    if (c.id == registry.base_id()) marks += " [base]";
+    std::printf("%s%s  parent %s  data %s  %s\n", c.id.c_str(), marks.c_str(),
+                c.parent.empty() ? "-" : c.parent.c_str(), c.data_hash.c_str(),
+                c.metrics_json.c_str());
+  }
+}
+
+void add_registry_commands(CLI::App& app) {
+  auto flags = std::make_shared<RegistryFlags>();
+  auto* model = app.add_subcommand("model", "list, show, promote or roll back checkpoints");
+  model->require_subcommand(1);
+  model->add_option("--models", flags->models_dir, "models directory");
+  model->add_subcommand("list", "every checkpoint, with the default and the base marked")
+      ->callback([flags] { print_checkpoints(Registry(flags->models_dir)); });
+  auto* show = model->add_subcommand("show", "a checkpoint's provenance and metrics");
+  show->add_option("id", flags->id, "checkpoint id")->required();
+  show->callback([flags] {
+    auto c = Registry(flags->models_dir).show(flags->id);
+    std::printf("id %s\nparent %s\ndata %s\ncommand %s\nmetrics %s\n", c.id.c_str(),
+                c.parent.c_str(), c.data_hash.c_str(), c.command.c_str(), c.metrics_json.c_str());
+  });
+  auto* promote = model->add_subcommand("promote", "make a checkpoint the default");
+  promote->add_option("id", flags->id, "checkpoint id")->required();
+  promote->add_option("--reason", flags->reason, "recorded in the history");
+  promote->callback([flags] { Registry(flags->models_dir).promote(flags->id, flags->reason); });
+  auto* base = model->add_subcommand("base", "mark a checkpoint as the validated base");
+  base->add_option("id", flags->id, "checkpoint id")->required();
+  base->add_option("--reason", flags->reason, "recorded in the history");
+  base->callback([flags] { Registry(flags->models_dir).set_base(flags->id, flags->reason); });
+  auto* rollback = model->add_subcommand("rollback", "make the base (or a given id) the default");
+  rollback->add_option("id", flags->id, "checkpoint id (default: the validated base)");
+  rollback->add_option("--reason", flags->reason, "recorded in the history");
+  rollback->callback([flags] { Registry(flags->models_dir).rollback(flags->id, flags->reason); });
 }
 
 }  // namespace
@@ -163,11 +215,13 @@ void add_model_commands(CLI::App& app, const std::string& command_line) {
   auto* gen = app.add_subcommand("gen", "generate schedules for a task with the model");
   gen->add_option("task", gen_flags->task, "task spec")->required();
   gen->add_option("-k", gen_flags->options.k, "schedules to write");
-  gen->add_option("--model", gen_flags->model, "checkpoint folder")->required();
+  gen->add_option("--model", gen_flags->model, "checkpoint folder (default: the registry's)");
+  gen->add_option("--models", gen_flags->models_dir, "models directory");
   gen->add_option("--mode", gen_flags->options.mode, "beam | greedy | sample");
   gen->add_option("--seed", gen_flags->options.seed, "seed (sample)");
   gen->add_option("--temperature", gen_flags->options.temperature, "temperature (sample)");
   gen->callback([gen_flags] { run_gen(*gen_flags); });
+  add_registry_commands(app);
 }
 
 }  // namespace tlm

@@ -1,0 +1,121 @@
+#include "model/registry.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+bool is_dir(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read '" + path + "'");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    throw Error("'" + path + "' is not valid JSON");
+  }
+}
+
+}  // namespace
+
+Registry::Registry(std::string models_dir) : dir_(std::move(models_dir)) {
+  std::string path = dir_ + "/registry.json";
+  std::ifstream probe(path);
+  if (!probe) return;
+  auto j = read_json(path);
+  try {
+    default_ = j.value("default", "");
+    base_ = j.value("base", "");
+    for (const auto& h : j.value("history", nlohmann::json::array())) history_.push_back(h.dump());
+  } catch (const nlohmann::json::exception&) {
+    throw Error("registry '" + path + "' is corrupt");
+  }
+}
+
+std::string Registry::path_of(const std::string& id) const {
+  std::string path = dir_ + "/" + id;
+  if (id.empty() || id.find('/') != std::string::npos || !is_dir(path))
+    throw Error("no checkpoint '" + id + "' in '" + dir_ + "'");
+  return path;
+}
+
+CheckpointSummary Registry::show(const std::string& id) const {
+  auto meta = read_json(path_of(id) + "/meta.json");
+  return {id, meta.value("parent", ""), meta.value("data_hash", ""), meta.value("command", ""),
+          meta.value("metrics", nlohmann::json::object()).dump()};
+}
+
+std::vector<CheckpointSummary> Registry::list() const {
+  std::vector<std::string> ids;
+  if (DIR* d = opendir(dir_.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.rfind("tlm-", 0) == 0 && name.find(".tmp") == std::string::npos &&
+          is_dir(dir_ + "/" + name))
+        ids.push_back(name);
+    }
+    closedir(d);
+  }
+  std::sort(ids.begin(), ids.end());
+  std::vector<CheckpointSummary> out;
+  for (const auto& id : ids) out.push_back(show(id));
+  return out;
+}
+
+void Registry::record(const std::string& action, const std::string& id, const std::string& reason) {
+  history_.push_back(nlohmann::json({{"time", double(std::time(nullptr))},
+                                     {"action", action},
+                                     {"id", id},
+                                     {"reason", reason}})
+                         .dump());
+  save();
+}
+
+void Registry::promote(const std::string& id, const std::string& reason) {
+  path_of(id);
+  default_ = id;
+  record("promote", id, reason);
+}
+
+void Registry::set_base(const std::string& id, const std::string& reason) {
+  path_of(id);
+  base_ = id;
+  if (default_.empty()) default_ = id;
+  record("base", id, reason);
+}
+
+void Registry::rollback(const std::string& id, const std::string& reason) {
+  std::string target = id.empty() ? base_ : id;
+  if (target.empty()) throw Error("rollback: no validated base is set");
+  path_of(target);
+  default_ = target;
+  record("rollback", target, reason);
+}
+
+void Registry::save() const {
+  nlohmann::json j = {{"default", default_}, {"base", base_}, {"history", nlohmann::json::array()}};
+  for (const auto& h : history_) j["history"].push_back(nlohmann::json::parse(h));
+  std::string path = dir_ + "/registry.json", tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << j.dump(2) << "\n";
+    if (!out) throw Error("cannot write '" + tmp + "'");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot write '" + path + "'");
+}
+
+}  // namespace tlm
