@@ -61,7 +61,7 @@ TEST(Cli, BadInputIsOneLineAndNonZero) {
 TEST(Cli, SpacePrintsPointsAndSize) {
   CliRun r = run_tlm("space 'matmul:m=64,n=64,k=64'");
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.output.find("12 decision points, space size 3048192"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("12 decision points, space size 2455488"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("out.tile1.d0"), std::string::npos);
 }
 

@@ -75,7 +75,11 @@ void ScheduleSpace::add_output_points() {
   vector_width_ = add(
       {"out.vector_width", DecisionPoint::Rule::VectorWidth, {}, vector_dim_, kMaxOutputVector});
   unroll_ = add({"out.unroll", DecisionPoint::Rule::Fixed, {0, 1}});
-  parallel_ = add({"out.parallel", DecisionPoint::Rule::Fixed, range(0, dims)});
+  DecisionPoint parallel;
+  parallel.name = "out.parallel";
+  parallel.rule = DecisionPoint::Rule::ParallelLoops;
+  parallel.values = extents;  // the output's loop extents, innermost first
+  parallel_ = add(parallel);
 }
 
 void ScheduleSpace::add_stage_points(size_t s) {
@@ -153,6 +157,15 @@ std::vector<int64_t> ScheduleSpace::legal_values(size_t i,
       return prefix.at(p.ref) <= p.cap ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
     case DecisionPoint::Rule::AtMost:
       return range(1, prefix.at(p.ref));
+    case DecisionPoint::Rule::ParallelLoops: {
+      std::vector<int64_t> counts = {0};
+      size_t dims = p.values.size();
+      for (size_t k = 1; k <= dims; ++k) {
+        size_t d = dims - k;  // the loop the k-th count adds
+        if (p.values[d] / prefix.at(tile1_.at(d)) > 1) counts.push_back(int64_t(k));
+      }
+      return counts;
+    }
     case DecisionPoint::Rule::RegionWidth: {
       int64_t location = prefix.at(p.ref);
       int64_t region = location == kCacheTile      ? prefix.at(tile1_.at(p.output_dim))
@@ -182,6 +195,8 @@ std::string ScheduleSpace::describe_point(size_t i) const {
       return "{0,1} if " + points_[p.ref].name + " <= " + cap + ", else {0}";
     case DecisionPoint::Rule::AtMost:
       return "{1 .. " + points_[p.ref].name + "}";
+    case DecisionPoint::Rule::ParallelLoops:
+      return "0, or k outer loops fused whose k-th (from the outermost) has > 1 iteration";
     case DecisionPoint::Rule::RegionWidth:
       return "powers of two <= " + cap + " dividing the region " + points_[p.ref].name +
              " gives (" + std::to_string(p.extent) + " at root, else the output tile of d" +
@@ -272,6 +287,8 @@ std::vector<int> ScheduleSpace::references(size_t i) const {
     }
     case DecisionPoint::Rule::RegionWidth:
       return {p.ref, tile1_[p.output_dim], tile2_[p.output_dim]};
+    case DecisionPoint::Rule::ParallelLoops:
+      return tile1_;
     default:
       return {p.ref};
   }

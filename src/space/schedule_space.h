@@ -34,6 +34,9 @@ struct DecisionPoint {
     RegionWidth,    // powers of two <= `cap` dividing the stage's region, which depends on
                     // its location (`ref`): `extent` at root, else the output's tile of
                     // `output_dim`; the vector loop never has a tail
+    ParallelLoops,  // how many outer tile loops (outermost first) are fused and run in
+                    // parallel: 0, or any count whose last loop has more than one
+                    // iteration (adding a one-iteration loop gives the same program)
   };
   std::string name;
   Rule rule = Rule::Fixed;

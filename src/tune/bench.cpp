@@ -37,10 +37,11 @@ double trials_per_second(const std::vector<Record>& records) {
 BenchEntry search_entry(const TaskSpec& task, const std::string& method, const std::string& name,
                         int trials, Measurer& measurer, RecordStore& store,
                         const BenchOptions& options) {
-  auto stored = [&] {
+  ScheduleSpace space(describe_task(task));
+  auto stored = [&] {  // this method's records that are schedules of today's space
     std::vector<Record> mine;
     for (auto& r : store.query(task.key(), options.hardware))
-      if (r.method == name) mine.push_back(r);
+      if (r.method == name && space.is_legal(r.decisions)) mine.push_back(r);
     return mine;
   };
   int have = int(stored().size());

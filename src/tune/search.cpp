@@ -8,12 +8,16 @@
 #include <set>
 
 #include "space/schedule_space.h"
+#include "tune/cost_model.h"
 #include "util/error.h"
 
 namespace tlm {
 namespace {
 
 constexpr int kPopulation = 32;
+constexpr int kMinPopulation = 8;  // passing records before evolution starts
+constexpr int kPool = 512;         // candidates scored per generation
+constexpr int kGenerations = 3;
 constexpr int kTournament = 4;
 // Search trials are timed briefly (the verification run is their warm-up); the benchmark
 // re-times the winners interleaved. A trial whose first run is this many times slower than
@@ -40,6 +44,7 @@ class Proposer {
   }
 
   bool fresh(const std::vector<int64_t>& d) { return seen_.insert(d).second; }
+  bool is_new(const std::vector<int64_t>& d) const { return !seen_.count(d); }
 
   std::vector<int64_t> random() { return space_.sample(rng_); }
 
@@ -67,13 +72,22 @@ class Proposer {
     return space_.repair(child, 0, rng_);
   }
 
-  const Record& tournament(const std::vector<Record>& population) {
-    size_t best = population.size();
-    for (int i = 0; i < kTournament; ++i) {
-      size_t pick = std::uniform_int_distribution<size_t>(0, population.size() - 1)(rng_);
-      best = std::min(best, pick);  // population is sorted fastest first
-    }
-    return population[best];
+  // The best of kTournament random picks among n candidates sorted best first.
+  size_t tournament(size_t n) {
+    size_t best = n;
+    for (int i = 0; i < kTournament; ++i)
+      best = std::min(best, std::uniform_int_distribution<size_t>(0, n - 1)(rng_));
+    return best;
+  }
+
+  // A child of `parents` (best first): a tournament pick, crossed with another one time in
+  // four, then mutated once or (one time in four) twice.
+  std::vector<int64_t> child(const std::vector<std::vector<int64_t>>& parents) {
+    const auto& a = parents[tournament(parents.size())];
+    auto d = rng_() % 4 == 0 ? crossover(a, parents[tournament(parents.size())]) : a;
+    int mutations = 1 + int(rng_() % 4 == 0);
+    for (int m = 0; m < mutations; ++m) d = mutate(d);
+    return d;
   }
 
   std::mt19937_64& rng() { return rng_; }
@@ -84,24 +98,84 @@ class Proposer {
   std::set<std::vector<int64_t>> seen_;
 };
 
-std::vector<std::vector<int64_t>> propose(Proposer& proposer, const std::string& method,
-                                          const std::vector<Record>& population, int count) {
-  std::vector<std::vector<int64_t>> batch;
+using Decisions = std::vector<int64_t>;
+
+std::vector<Decisions> random_batch(Proposer& proposer, int count) {
+  std::vector<Decisions> batch;
   for (int attempts = 0; int(batch.size()) < count && attempts < count * 50; ++attempts) {
-    std::vector<int64_t> d;
-    if (method == "random" || population.size() < 2) {
-      d = proposer.random();
-    } else {
-      const Record& a = proposer.tournament(population);
-      d = proposer.rng()() % 4 == 0
-              ? proposer.crossover(a.decisions, proposer.tournament(population).decisions)
-              : a.decisions;
-      int mutations = 1 + int(proposer.rng()() % 4 == 0);
-      for (int m = 0; m < mutations; ++m) d = proposer.mutate(d);
-    }
+    Decisions d = proposer.random();
     if (proposer.fresh(d)) batch.push_back(d);
   }
   return batch;
+}
+
+// Up to `count` distinct unmeasured children of `parents`, not already in `pool`.
+void add_offspring(Proposer& proposer, const std::vector<Decisions>& parents, int count,
+                   std::vector<Decisions>& pool) {
+  std::set<Decisions> have(pool.begin(), pool.end());
+  for (int attempts = 0, added = 0; added < count && attempts < count * 4; ++attempts) {
+    Decisions d = proposer.child(parents);
+    if (proposer.is_new(d) && have.insert(d).second) pool.push_back(d), ++added;
+  }
+}
+
+std::vector<Decisions> best_scored(const CostModel& model, std::vector<Decisions> pool,
+                                   size_t keep) {
+  auto scores = model.score(pool);
+  std::vector<size_t> order(pool.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  std::vector<Decisions> best;
+  for (size_t k = 0; k < std::min(keep, order.size()); ++k) best.push_back(pool[order[k]]);
+  return best;
+}
+
+// Model-guided evolution: children of the measured population, and as many fresh random
+// points, evolve for a few generations on the cost model's predictions; the best
+// predicted are measured, plus a few random children so the model keeps seeing where it
+// is wrong.
+std::vector<Decisions> guided_batch(Proposer& proposer, const CostModel& model,
+                                    const std::vector<Record>& population, int count) {
+  std::vector<Decisions> parents, pool;
+  for (const auto& r : population) parents.push_back(r.decisions);
+  add_offspring(proposer, parents, kPool, pool);
+  for (int k = 0; k < kPool; ++k) {  // fresh random points too, so other basins get a chance
+    Decisions d = proposer.random();
+    if (proposer.is_new(d)) pool.push_back(d);
+  }
+  for (int generation = 0; generation < kGenerations && !pool.empty(); ++generation) {
+    pool = best_scored(model, pool, kPool / 2);
+    parents =
+        std::vector<Decisions>(pool.begin(), pool.begin() + std::min<size_t>(64, pool.size()));
+    add_offspring(proposer, parents, kPool / 2, pool);
+  }
+  int explore = std::max(1, count / 8);
+  std::vector<Decisions> batch;
+  for (auto& d : best_scored(model, pool, size_t(count - explore)))
+    if (proposer.fresh(d)) batch.push_back(d);
+  std::vector<Decisions> wild;
+  add_offspring(proposer, parents, explore, wild);
+  for (auto& d : wild)
+    if (int(batch.size()) < count && proposer.fresh(d)) batch.push_back(d);
+  return batch;
+}
+
+std::vector<Decisions> propose(Proposer& proposer, CostModel& model, const std::string& method,
+                               const std::vector<Record>& population, int count) {
+  if (method == "random" || population.size() < size_t(kMinPopulation) || !model.trained())
+    return random_batch(proposer, count);
+  return guided_batch(proposer, model, population, count);
+}
+
+// The fastest records that are still schedules of the space (a space that changed since
+// they were measured may no longer allow some).
+std::vector<Record> legal_population(const ScheduleSpace& space, std::vector<Record> records) {
+  records.erase(std::remove_if(records.begin(), records.end(),
+                               [&](const Record& r) { return !space.is_legal(r.decisions); }),
+                records.end());
+  if (records.size() > size_t(kPopulation)) records.resize(kPopulation);
+  return records;
 }
 
 void print_progress(int done, int total, const SearchReport& report, double started) {
@@ -121,12 +195,15 @@ SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& s
     throw Error("unknown search method '" + options.method + "' (random|evolutionary)");
   ScheduleSpace space(describe_task(task));
   Proposer proposer(space, store.query(task.key(), options.hardware), options.seed);
+  CostModel model(space, options.seed);
   SearchReport report;
   double started = wall_seconds();
   while (report.measured < options.trials) {
-    auto population = store.best(task.key(), options.hardware, kPopulation);
+    auto population =
+        legal_population(space, store.best(task.key(), options.hardware, 2 * kPopulation));
     int count = std::min(options.batch, options.trials - report.measured);
-    auto batch = propose(proposer, options.method, population, count);
+    if (options.method == "evolutionary") model.fit(store.query(task.key(), options.hardware));
+    auto batch = propose(proposer, model, options.method, population, count);
     if (batch.empty()) break;  // the space is exhausted
     double best_ms = population.empty() ? 0 : population.front().median_ms;
     std::vector<Record> records;
