@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +57,29 @@ TEST(Cli, BadInputIsOneLineAndNonZero) {
   std::ofstream(corrupt) << "this is not a database, just text that fills a page......";
   expect_one_line_error("tune 'matmul:m=8,n=8,k=8' --trials 1 --db " + corrupt,
                         "not a tlm record database");
+}
+
+// The model's commands: missing or corrupt models, data and registries are one-line errors.
+TEST(Cli, ModelCommandsRejectBadInput) {
+  std::string dir = temp_path("models");
+  ::mkdir(dir.c_str(), 0755);
+  expect_one_line_error("lang 'softmax:rows=0,cols=8'", "out of range");
+  expect_one_line_error("gen 'matmul:m=8,n=8,k=8' --models " + dir, "no default model");
+  expect_one_line_error("gen 'matmul:m=8,n=8,k=8' --model " + dir + "/tlm-none", "cannot read");
+  expect_one_line_error("model --models " + dir + " rollback", "no validated base");
+  std::string data = temp_path("data.bin");
+  std::ofstream(data) << "TLMDATA1 but then nothing sensible";
+  std::string config = temp_path("config.json");
+  std::ofstream(config) << R"({"context": 64, "layers": 1, "d_model": 16, "heads": 2})";
+  expect_one_line_error("train pretrain --data " + data + " --run " + dir + "/run --config " +
+                            config + " --models " + dir,
+                        "dataset");
+  std::ofstream(config) << "{";
+  expect_one_line_error("train pretrain --data " + data + " --run " + dir + "/run --config " +
+                            config + " --models " + dir,
+                        "model config");
+  std::ofstream(dir + "/registry.json") << "{not json";
+  expect_one_line_error("model --models " + dir + " list", "not valid JSON");
 }
 
 TEST(Cli, SpacePrintsPointsAndSize) {

@@ -120,6 +120,42 @@ void run_gen(const GenFlags& f) {
                generate_ms / std::max<size_t>(1, results.size()));
 }
 
+// Options every training command shares.
+void add_training_options(CLI::App* cmd, TrainFlags& f) {
+  TrainOptions& o = f.options;
+  cmd->add_option("--run", o.run_dir, "run directory (resumed if it has a state)")->required();
+  cmd->add_option("--steps", o.steps, "optimizer steps in all");
+  cmd->add_option("--batch", o.batch, "sentences per step");
+  cmd->add_option("--lr", o.learning_rate, "peak learning rate");
+  cmd->add_option("--save-every", o.save_every, "steps between saved states");
+  cmd->add_option("--threads", o.threads, "intra-op threads");
+  cmd->add_option("--models", f.models_dir, "where checkpoints are written");
+}
+
+void add_train_commands(CLI::App& app, const std::string& command_line) {
+  auto* train = app.add_subcommand("train", "train the model");
+  train->require_subcommand(1);
+  auto pre = std::make_shared<TrainFlags>();
+  auto* pretrain = train->add_subcommand("pretrain", "next-token training on a dataset");
+  pretrain->add_option("--data", pre->options.data_path, "dataset file (tlm corpus)")->required();
+  pretrain->add_option("--config", pre->config_path, "model config (JSON)");
+  pretrain->add_option("--init", pre->init, "checkpoint to continue from");
+  add_training_options(pretrain, *pre);
+  pretrain->callback([pre, command_line] {
+    if (pre->config_path.empty() && pre->init.empty())
+      throw Error("train pretrain: give --config (a fresh model) or --init (a checkpoint)");
+    run_train(*pre, command_line);
+  });
+  auto fine = std::make_shared<FinetuneFlags>();
+  auto* finetune = train->add_subcommand("finetune", "train a checkpoint on measured schedules");
+  finetune->add_option("--db", fine->db, "record store");
+  finetune->add_option("--init", fine->train.init, "checkpoint to fine-tune")->required();
+  finetune->add_option("--per-task", fine->per_task, "best schedules per task");
+  finetune->add_option("--exclude", fine->exclude, "held-out task list to leave out");
+  add_training_options(finetune, fine->train);
+  finetune->callback([fine, command_line] { run_finetune(*fine, command_line); });
+}
+
 struct RegistryFlags {
   std::string models_dir = "models", id, reason = "by hand";
 };
@@ -173,43 +209,7 @@ void add_model_commands(CLI::App& app, const std::string& command_line) {
   corpus->add_option("--exclude", corpus_flags->exclude, "held-out task list to leave out");
   corpus->callback([corpus_flags] { run_corpus(*corpus_flags); });
 
-  auto train_flags = std::make_shared<TrainFlags>();
-  auto* train = app.add_subcommand("train", "train the model");
-  train->require_subcommand(1);
-  auto* pretrain = train->add_subcommand("pretrain", "next-token training on a dataset");
-  TrainOptions& o = train_flags->options;
-  pretrain->add_option("--data", o.data_path, "dataset file (tlm corpus)")->required();
-  pretrain->add_option("--run", o.run_dir, "run directory (resumed if it has a state)")->required();
-  pretrain->add_option("--config", train_flags->config_path, "model config (JSON)");
-  pretrain->add_option("--init", train_flags->init, "checkpoint to continue from");
-  pretrain->add_option("--steps", o.steps, "optimizer steps in all");
-  pretrain->add_option("--batch", o.batch, "sentences per step");
-  pretrain->add_option("--lr", o.learning_rate, "peak learning rate");
-  pretrain->add_option("--save-every", o.save_every, "steps between saved states");
-  pretrain->add_option("--threads", o.threads, "intra-op threads");
-  pretrain->add_option("--models", train_flags->models_dir, "where checkpoints are written");
-  pretrain->callback([train_flags, command_line] {
-    if (train_flags->config_path.empty() && train_flags->init.empty())
-      throw Error("train pretrain: give --config (a fresh model) or --init (a checkpoint)");
-    run_train(*train_flags, command_line);
-  });
-
-  auto finetune_flags = std::make_shared<FinetuneFlags>();
-  auto* finetune = train->add_subcommand("finetune", "train a checkpoint on measured schedules");
-  TrainOptions& fo = finetune_flags->train.options;
-  finetune->add_option("--db", finetune_flags->db, "record store");
-  finetune->add_option("--init", finetune_flags->train.init, "checkpoint to fine-tune")->required();
-  finetune->add_option("--run", fo.run_dir, "run directory (resumed if it has a state)")
-      ->required();
-  finetune->add_option("--per-task", finetune_flags->per_task, "best schedules per task");
-  finetune->add_option("--exclude", finetune_flags->exclude, "held-out task list to leave out");
-  finetune->add_option("--steps", fo.steps, "optimizer steps in all");
-  finetune->add_option("--batch", fo.batch, "sentences per step");
-  finetune->add_option("--lr", fo.learning_rate, "peak learning rate");
-  finetune->add_option("--threads", fo.threads, "intra-op threads");
-  finetune->add_option("--models", finetune_flags->train.models_dir, "where checkpoints go");
-  finetune->callback(
-      [finetune_flags, command_line] { run_finetune(*finetune_flags, command_line); });
+  add_train_commands(app, command_line);
 
   auto gen_flags = std::make_shared<GenFlags>();
   auto* gen = app.add_subcommand("gen", "generate schedules for a task with the model");
