@@ -25,9 +25,11 @@ constexpr int kTournament = 4;
 const TimingOptions kTrialTiming{0, 3, 20, 0.1};
 constexpr double kCutoffFactor = 4;
 
+constexpr double kFirstCutoffMs = 2000;  // before anything has passed
+
 TimingOptions trial_timing(double best_ms) {
   TimingOptions timing = kTrialTiming;
-  timing.cutoff_ms = kCutoffFactor * best_ms;  // 0 while nothing has passed
+  timing.cutoff_ms = best_ms > 0 ? kCutoffFactor * best_ms : kFirstCutoffMs;
   return timing;
 }
 
