@@ -115,5 +115,44 @@ TEST(Cli, KillDuringTuneKeepsCommittedRecords) {
   EXPECT_EQ(store.count() % 16, 0) << "a batch was half written";
 }
 
+// The model's life cycle as a user drives it: corpus, pretraining, a validated base, one
+// improve round (measured, fine-tuned, gated, audited), and a rerun that resumes.
+TEST(Cli, CorpusPretrainImproveAndResume) {
+  std::string dir = temp_path("lifecycle");
+  ::mkdir(dir.c_str(), 0755);
+  std::ofstream(dir + "/config.json")
+      << R"({"context": 256, "layers": 1, "d_model": 32, "heads": 2})";
+  std::ofstream(dir + "/tasks.txt") << "matmul:m=32,n=32,k=32\nsoftmax:rows=16,cols=32\n";
+  std::ofstream(dir + "/held.txt") << "# held out\nmatmul:m=48,n=32,k=16\n";
+  ASSERT_EQ(run_tlm("corpus -o " + dir + "/c.bin --per-task 1").exit_code, 0);
+  CliRun train = run_tlm("train pretrain --data " + dir + "/c.bin --run " + dir + "/pre --config " +
+                         dir + "/config.json --steps 5 --models " + dir + "/m");
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  auto at = train.output.find("checkpoint " + dir + "/m/tlm-");
+  ASSERT_NE(at, std::string::npos) << train.output;
+  std::string id = train.output.substr(train.output.find("tlm-", at + 11), 20);
+  ASSERT_EQ(run_tlm("model --models " + dir + "/m base " + id).exit_code, 0);
+  std::string improve = "improve --rounds 1 --trials-per-task 2 --finetune-steps 3 --tasks " + dir +
+                        "/tasks.txt --heldout " + dir + "/held.txt --run " + dir +
+                        "/run --models " + dir + "/m --db " + dir + "/t.db --threads 1";
+  CliRun first = run_tlm(improve);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_NE(first.output.find("round 1: 4 measured"), std::string::npos) << first.output;
+  std::ifstream audit(dir + "/run/audit.jsonl");
+  std::string line, all;
+  int lines = 0;
+  while (std::getline(audit, line)) ++lines, all += line;
+  EXPECT_EQ(lines, 1);
+  EXPECT_NE(all.find("\"held_out_geomean_ms\""), std::string::npos);
+  EXPECT_EQ(RecordStore(dir + "/t.db").count(), 4);
+  CliRun again = run_tlm(improve);  // round 1 is in the audit log: nothing to redo
+  EXPECT_EQ(again.exit_code, 0);
+  EXPECT_EQ(again.output.find("round 1"), std::string::npos) << again.output;
+  EXPECT_EQ(RecordStore(dir + "/t.db").count(), 4);
+  expect_one_line_error("improve --rounds 11 --tasks " + dir + "/tasks.txt --heldout " + dir +
+                            "/held.txt --models " + dir + "/m",
+                        "--rounds must be 1..10");
+}
+
 }  // namespace
 }  // namespace tlm

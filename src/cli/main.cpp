@@ -11,6 +11,7 @@
 #include "measure/measurer.h"
 #include "space/schedule_space.h"
 #include "tune/bench.h"
+#include "tune/improve.h"
 #include "tune/search.h"
 #include "util/error.h"
 #include "util/hardware.h"
@@ -130,6 +131,36 @@ void run_measure(const std::string& spec, const std::string& method, const std::
   if (r.status != "ok") throw Error("candidate " + r.status);
 }
 
+struct ImproveFlags {
+  ImproveOptions options;
+  std::string tasks = "bench/improve_tasks.txt", held_out = "bench/heldout_tasks.txt";
+};
+
+void run_improve_rounds(ImproveFlags f, const CommonFlags& flags) {
+  f.options.tasks = read_list_file(f.tasks);
+  f.options.held_out = read_list_file(f.held_out);
+  f.options.hardware = detect_hardware().fingerprint();
+  RecordStore store(flags.db);
+  Measurer measurer(measure_options(flags));
+  for (const auto& r : run_improve(f.options, measurer, store))
+    std::printf("round %d: %d measured; held-out geomean %.4f ms (%s) vs %.4f ms (%s): %s\n",
+                r.round, r.measured, r.parent_geomean_ms, r.parent.c_str(), r.candidate_geomean_ms,
+                r.candidate.c_str(), r.promoted ? "promoted" : "kept, not promoted");
+}
+
+void add_improve_command(CLI::App& app, ImproveFlags& f, CommonFlags& flags) {
+  auto* improve = app.add_subcommand("improve", "rounds of generate, measure, fine-tune, gate");
+  improve->add_option("--rounds", f.options.rounds, "rounds (at most 10)");
+  improve->add_option("--trials-per-task", f.options.trials_per_task, "schedules per task");
+  improve->add_option("--finetune-steps", f.options.finetune_steps, "fine-tuning steps a round");
+  improve->add_option("--tasks", f.tasks, "training task list");
+  improve->add_option("--heldout", f.held_out, "held-out task list (evaluation only)");
+  improve->add_option("--run", f.options.run_dir, "run directory (audit.jsonl, round data)");
+  improve->add_option("--models", f.options.models_dir, "models directory");
+  add_common(improve, flags);
+  improve->callback([&f, &flags] { run_improve_rounds(f, flags); });
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"tlm: a tensor compiler whose scheduler is a language model"};
   app.require_subcommand(1);
@@ -174,6 +205,8 @@ int run(int argc, char** argv) {
   lang->add_option("--seed", search.seed, "seed of the random schedule");
   std::vector<std::string> words(argv, argv + argc);
   add_model_commands(app, join(words, " "));
+  ImproveFlags improve_flags;
+  add_improve_command(app, improve_flags, flags);
   auto* worker = app.add_subcommand("worker", "internal: isolated measurement worker");
   worker->add_option("--threads", flags.threads);
   worker->group("");

@@ -20,17 +20,6 @@ double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
 }
 
-std::vector<std::string> read_task_list(const std::string& path) {
-  std::vector<std::string> tasks;
-  if (path.empty()) return tasks;
-  std::ifstream in(path);
-  if (!in) throw Error("cannot read task list '" + path + "'");
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty() && line[0] != '#') tasks.push_back(line);
-  return tasks;
-}
-
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error("cannot read '" + path + "'");
@@ -44,7 +33,7 @@ struct CorpusFlags {
 };
 
 void run_corpus(const CorpusFlags& f) {
-  auto tasks = pretrain_tasks(read_task_list(f.exclude));
+  auto tasks = pretrain_tasks(read_list_file(f.exclude));
   Dataset data = sample_corpus(tasks, f.per_task, f.seed, detect_hardware());
   write_dataset(f.out, data);
   std::printf("%zu tasks, %zu sentences -> %s (hash %s)\n", tasks.size(), data.sentences.size(),
@@ -76,7 +65,7 @@ struct FinetuneFlags {
 void run_finetune(FinetuneFlags f, const std::string& command) {
   RecordStore store(f.db);
   ::mkdir(f.train.options.run_dir.c_str(), 0755);
-  Dataset data = best_measured(store, detect_hardware(), f.per_task, read_task_list(f.exclude));
+  Dataset data = best_measured(store, detect_hardware(), f.per_task, read_list_file(f.exclude));
   if (data.sentences.empty())
     throw Error("train finetune: no measured schedules in '" + f.db + "'");
   f.train.options.data_path = f.train.options.run_dir + "/finetune.bin";

@@ -25,14 +25,6 @@ constexpr int kTournament = 4;
 const TimingOptions kTrialTiming{0, 3, 20, 0.1};
 constexpr double kCutoffFactor = 4;
 
-constexpr double kFirstCutoffMs = 2000;  // before anything has passed
-
-TimingOptions trial_timing(double best_ms) {
-  TimingOptions timing = kTrialTiming;
-  timing.cutoff_ms = best_ms > 0 ? kCutoffFactor * best_ms : kFirstCutoffMs;
-  return timing;
-}
-
 double wall_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -190,6 +182,14 @@ void print_progress(int done, int total, const SearchReport& report, double star
 }
 
 }  // namespace
+
+constexpr double kFirstCutoffMs = 2000;  // before anything has passed
+
+TimingOptions trial_timing(double best_ms) {
+  TimingOptions timing = kTrialTiming;
+  timing.cutoff_ms = best_ms > 0 ? kCutoffFactor * best_ms : kFirstCutoffMs;
+  return timing;
+}
 
 SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& store,
                         const SearchOptions& options) {

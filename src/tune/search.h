@@ -29,6 +29,10 @@ struct SearchReport {
   Record best;  // status empty when nothing passed
 };
 
+// Timing of one search trial: brief, and cut off once its first run is several times
+// slower than `best_ms` (the fastest measured so far, 0 if none).
+TimingOptions trial_timing(double best_ms);
+
 SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& store,
                         const SearchOptions& options);
 

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 #include "util/error.h"
 
@@ -51,6 +52,17 @@ std::string hash_hex(const std::string& bytes) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
+}
+
+std::vector<std::string> read_list_file(const std::string& path) {
+  std::vector<std::string> lines;
+  if (path.empty()) return lines;
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read '" + path + "'");
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] != '#') lines.push_back(line);
+  return lines;
 }
 
 }  // namespace tlm

@@ -13,4 +13,8 @@ int64_t parse_int(const std::string& text, const std::string& what);
 // Hex digest (64-bit FNV-1a) of a byte string: stable across runs and machines.
 std::string hash_hex(const std::string& bytes);
 
+// The lines of a text file, without blank lines and `#` comments ("" gives none); throws
+// tlm::Error if the file cannot be read.
+std::vector<std::string> read_list_file(const std::string& path);
+
 }  // namespace tlm

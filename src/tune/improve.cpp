@@ -1,0 +1,148 @@
+#include "tune/improve.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "model/dataset.h"
+#include "model/registry.h"
+#include "model/schedule_model.h"
+#include "tune/search.h"
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+// The model's top-k schedules for a task, measured one by one (those not measured
+// before); returns how many were measured.
+int measure_generated(ScheduleModel& model, const std::string& spec, int k, Measurer& measurer,
+                      RecordStore& store, const std::string& hardware) {
+  TaskSpec task = parse_task_spec(spec);
+  std::set<std::vector<int64_t>> seen;
+  for (const auto& r : store.query(task.key(), hardware)) seen.insert(r.decisions);
+  auto best = store.best(task.key(), hardware, 1);
+  double best_ms = best.empty() ? 0 : best[0].median_ms;
+  std::vector<Record> records;
+  for (const auto& g : model.generate(task, detect_hardware(), {k, "beam", 0, 1.0})) {
+    if (!seen.insert(g.decisions).second) continue;
+    TimingOptions timing = trial_timing(best_ms);
+    MeasureResult m = measurer.measure_each(task, {{"space", g.decisions}}, &timing).at(0);
+    if (m.status == "ok" && (best_ms == 0 || m.timing.median_ms < best_ms))
+      best_ms = m.timing.median_ms;
+    records.push_back({hardware, task.key(), spec, g.decisions, "tlm", m.status, m.timing.min_ms,
+                       m.timing.median_ms, m.timing.runs, model.info().id, m.detail,
+                       double(std::time(nullptr))});
+  }
+  store.add(records);
+  return int(records.size());
+}
+
+// Geomean latency over the held-out tasks of each model's top-1 schedule, the two
+// measured interleaved per task. A schedule that fails counts as 10x the other's latency.
+std::pair<double, double> held_out_geomeans(ScheduleModel& a, ScheduleModel& b,
+                                            const std::vector<std::string>& tasks,
+                                            Measurer& measurer) {
+  double log_a = 0, log_b = 0;
+  for (const auto& spec : tasks) {
+    TaskSpec task = parse_task_spec(spec);
+    auto top_a = a.generate(task, detect_hardware(), {1, "greedy", 0, 1.0}).at(0).decisions;
+    auto top_b = b.generate(task, detect_hardware(), {1, "greedy", 0, 1.0}).at(0).decisions;
+    auto r = measurer.measure_interleaved(task, {{"space", top_a}, {"space", top_b}});
+    double ms_a = r[0].status == "ok" ? r[0].timing.median_ms : 0;
+    double ms_b = r[1].status == "ok" ? r[1].timing.median_ms : 0;
+    if (ms_a == 0 && ms_b == 0) ms_a = ms_b = 1;
+    if (ms_a == 0) ms_a = 10 * ms_b;
+    if (ms_b == 0) ms_b = 10 * ms_a;
+    log_a += std::log(ms_a), log_b += std::log(ms_b);
+  }
+  double n = std::max<size_t>(1, tasks.size());
+  return {std::exp(log_a / n), std::exp(log_b / n)};
+}
+
+int rounds_done(const std::string& audit_path) {
+  std::ifstream in(audit_path);
+  std::string line;
+  int done = 0;
+  while (std::getline(in, line))
+    if (!line.empty()) done = nlohmann::json::parse(line).at("round").get<int>();
+  return done;
+}
+
+// Fine-tunes the parent on the store's best schedules; returns the new checkpoint's id.
+std::string finetune_round(const ImproveOptions& o, RecordStore& store, const Registry& registry,
+                           const std::string& parent, int round) {
+  TrainOptions train;
+  train.run_dir = o.run_dir + "/round-" + std::to_string(round);
+  ::mkdir(train.run_dir.c_str(), 0755);
+  train.data_path = train.run_dir + "/finetune.bin";
+  train.steps = o.finetune_steps;
+  Dataset data = best_measured(store, detect_hardware(), o.per_task, o.held_out);
+  write_dataset(train.data_path, data);
+  return train_checkpoint(train, {}, registry.path_of(parent), o.models_dir,
+                          "tlm improve round " + std::to_string(round))
+      .id;
+}
+
+RoundResult run_round(const ImproveOptions& o, Measurer& measurer, RecordStore& store, int round) {
+  Registry registry(o.models_dir);
+  RoundResult result;
+  result.round = round;
+  result.parent = registry.default_id();
+  auto parent = ScheduleModel::load(registry.path_of(result.parent));
+  for (size_t i = 0; i < o.tasks.size(); ++i) {
+    result.measured +=
+        measure_generated(*parent, o.tasks[i], o.trials_per_task, measurer, store, o.hardware);
+    std::fprintf(stderr, "\r  round %d: measured %zu/%zu tasks   ", round, i + 1, o.tasks.size());
+  }
+  std::fprintf(stderr, "\n");
+  result.candidate = finetune_round(o, store, registry, result.parent, round);
+  auto candidate = ScheduleModel::load(registry.path_of(result.candidate));
+  auto [parent_ms, candidate_ms] = held_out_geomeans(*parent, *candidate, o.held_out, measurer);
+  result.parent_geomean_ms = parent_ms;
+  result.candidate_geomean_ms = candidate_ms;
+  result.promoted = candidate_ms < parent_ms;
+  if (result.promoted)
+    registry.promote(result.candidate, "improve round " + std::to_string(round) +
+                                           ": held-out geomean " + std::to_string(parent_ms) +
+                                           " -> " + std::to_string(candidate_ms) + " ms");
+  return result;
+}
+
+}  // namespace
+
+std::vector<RoundResult> run_improve(const ImproveOptions& o, Measurer& measurer,
+                                     RecordStore& store) {
+  if (o.rounds < 1 || o.rounds > kMaxImproveRounds)
+    throw Error("improve: --rounds must be 1.." + std::to_string(kMaxImproveRounds));
+  if (o.tasks.empty() || o.held_out.empty())
+    throw Error("improve: needs training tasks and held-out tasks");
+  if (Registry(o.models_dir).default_id().empty())
+    throw Error("improve: no default model in '" + o.models_dir + "'");
+  ::mkdir(o.run_dir.c_str(), 0755);
+  std::string audit = o.run_dir + "/audit.jsonl";
+  std::vector<RoundResult> results;
+  for (int round = rounds_done(audit) + 1; round <= o.rounds; ++round) {
+    RoundResult r = run_round(o, measurer, store, round);
+    std::ofstream(audit, std::ios::app)
+        << nlohmann::json(
+               {{"round", r.round},
+                {"time", double(std::time(nullptr))},
+                {"parent", r.parent},
+                {"candidate", r.candidate},
+                {"measured", r.measured},
+                {"held_out_geomean_ms",
+                 {{"parent", r.parent_geomean_ms}, {"candidate", r.candidate_geomean_ms}}},
+                {"decision", r.promoted ? "promoted" : "kept, not promoted"}})
+               .dump()
+        << std::endl;
+    results.push_back(r);
+  }
+  return results;
+}
+
+}  // namespace tlm
