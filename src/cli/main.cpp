@@ -9,6 +9,7 @@
 #include "lang/sentence.h"
 #include "lang/vocabulary.h"
 #include "measure/measurer.h"
+#include "model/registry.h"
 #include "space/schedule_space.h"
 #include "tune/bench.h"
 #include "tune/improve.h"
@@ -190,6 +191,8 @@ int run(int argc, char** argv) {
   bench_op->add_option("--methods", methods, "comma-separated methods");
   bench_op->add_option("--baseline", bench_options.baseline, "method ratios are taken against");
   bench_op->add_option("--json", json_path, "write results as JSON");
+  bench_op->add_option("--model", bench_options.model_path,
+                       "checkpoint for tlm-K methods (default: models/ registry default)");
   add_common(bench_op, flags);
 
   std::string method = "space", decisions;
@@ -219,6 +222,8 @@ int run(int argc, char** argv) {
   if (*tune) run_tune(spec, search, flags);
   if (*bench_op) {
     bench_options.methods = split(methods, ',');
+    if (methods.find("tlm-") != std::string::npos)
+      bench_options.model_path = resolve_model(bench_options.model_path, "models");
     run_bench(specs, bench_options, json_path, flags);
   }
   if (*measure) run_measure(spec, method, decisions, flags);

@@ -80,19 +80,10 @@ struct GenFlags {
   GenerateOptions options;
 };
 
-// The checkpoint folder to use: --model if given, else the registry's default.
-std::string model_path(const std::string& model, const std::string& models_dir) {
-  if (!model.empty()) return model;
-  Registry registry(models_dir);
-  if (registry.default_id().empty())
-    throw Error("no default model in '" + models_dir + "' (train one, or pass --model)");
-  return registry.path_of(registry.default_id());
-}
-
 void run_gen(const GenFlags& f) {
   TaskSpec task = parse_task_spec(f.task);
   auto start = std::chrono::steady_clock::now();
-  auto model = ScheduleModel::load(model_path(f.model, f.models_dir));
+  auto model = ScheduleModel::load(resolve_model(f.model, f.models_dir));
   double load_ms = ms_since(start);
   start = std::chrono::steady_clock::now();
   auto results = model->generate(task, detect_hardware(), f.options);

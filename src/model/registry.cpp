@@ -106,6 +106,14 @@ void Registry::rollback(const std::string& id, const std::string& reason) {
   record("rollback", target, reason);
 }
 
+std::string resolve_model(const std::string& model, const std::string& models_dir) {
+  if (!model.empty()) return model;
+  Registry registry(models_dir);
+  if (registry.default_id().empty())
+    throw Error("no default model in '" + models_dir + "' (train one, or pass --model)");
+  return registry.path_of(registry.default_id());
+}
+
 void Registry::save() const {
   nlohmann::json j = {{"default", default_}, {"base", base_}, {"history", nlohmann::json::array()}};
   for (const auto& h : history_) j["history"].push_back(nlohmann::json::parse(h));

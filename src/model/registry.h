@@ -37,4 +37,8 @@ class Registry {
   std::vector<std::string> history_;  // one JSON object per entry
 };
 
+// The checkpoint folder to use: `model` if given, else the default of `models_dir`'s
+// registry; throws tlm::Error when there is none.
+std::string resolve_model(const std::string& model, const std::string& models_dir);
+
 }  // namespace tlm

@@ -1,12 +1,16 @@
 #include "tune/bench.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "measure/library_kernels.h"
 #include "space/schedule_space.h"
+#include "tune/generated.h"
 #include "tune/search.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -64,6 +68,47 @@ BenchEntry search_entry(const TaskSpec& task, const std::string& method, const s
   return entry;
 }
 
+bool is_model_method(const std::string& method, int& k) {
+  if (method.rfind("tlm-", 0) != 0) return false;
+  k = int(parse_int(method.substr(4), method));
+  if (k < 1) throw Error("bench: method '" + method + "' needs k >= 1");
+  return true;
+}
+
+ScheduleModel& loaded_model(const std::string& path) {
+  static std::map<std::string, std::unique_ptr<ScheduleModel>> models;
+  if (path.empty()) throw Error("bench: the tlm-K methods need a model (--model)");
+  auto& slot = models[path];
+  if (!slot) slot = ScheduleModel::load(path);
+  return *slot;
+}
+
+// The model's schedule: its top-1 unmeasured for k = 1, else the best of its top k measured.
+BenchEntry model_entry(const TaskSpec& task, const std::string& method, int k, Measurer& measurer,
+                       RecordStore& store, const BenchOptions& options) {
+  ScheduleModel& model = loaded_model(options.model_path);
+  BenchEntry entry{method, {}, 0, {}};
+  if (k == 1) {
+    auto start = std::chrono::steady_clock::now();
+    entry.decisions =
+        model.generate(task, detect_hardware(), {1, "greedy", 0, 1.0}).at(0).decisions;
+    entry.generate_ms =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
+    return entry;
+  }
+  GeneratedRun run =
+      measure_model_schedules(model, task, k, "tlm", measurer, store, options.hardware);
+  entry.generate_ms = run.generate_ms / k;
+  const Record* best = nullptr;
+  for (const auto& r : run.records)
+    if (r.status == "ok" && (!best || r.median_ms < best->median_ms)) best = &r;
+  if (best)
+    entry.decisions = best->decisions;
+  else
+    entry.result.status = "none-ok";
+  return entry;
+}
+
 bool method_applies(const std::string& method, const TaskSpec& task) {
   if (method == "onednn" || method == "openblas") return library_supports(method, task);
   return true;
@@ -97,6 +142,10 @@ std::string format_entry(const BenchEntry& e, double base) {
     std::snprintf(line, sizeof line, "  (search: %.2f trials/s)", e.trials_per_second);
     text += line;
   }
+  if (e.generate_ms > 0) {
+    std::snprintf(line, sizeof line, "  (model: %.1f ms per schedule)", e.generate_ms);
+    text += line;
+  }
   return text + "\n";
 }
 
@@ -114,6 +163,8 @@ BenchRow bench_task(const TaskSpec& task, Measurer& measurer, RecordStore& store
     BenchEntry entry{method, {}, 0, {}};
     if (is_search(method, name, trials))
       entry = search_entry(task, method, name, trials, measurer, store, options);
+    else if (is_model_method(method, trials))
+      entry = model_entry(task, method, trials, measurer, store, options);
     else if (!method_applies(method, task))
       entry.result.status = "n/a";
     if (entry.result.status.empty()) {
@@ -159,6 +210,7 @@ void write_bench_json(const std::string& path, const std::vector<BenchRow>& rows
                            {"gflops", e.gflops},
                            {"decisions", e.decisions},
                            {"trials_per_second", e.trials_per_second},
+                           {"generate_ms_per_schedule", e.generate_ms},
                            {"schedule", e.result.detail}};
     j.push_back({{"task", row.task},
                  {"flops", row.flops},

@@ -1,6 +1,8 @@
 // Benchmark of one task across methods in one harness: our searches (best schedule found
-// with a trial budget, e.g. "evolutionary-1000"), the Halide autoschedulers and the vendor
-// libraries, all verified and then timed interleaved in one worker process.
+// with a trial budget, e.g. "evolutionary-1000"), the model ("tlm-1": its top-1 schedule
+// with no measurement; "tlm-32": the best of its top 32, measured), the Halide
+// autoschedulers and the vendor libraries, all verified and then timed interleaved in one
+// worker process.
 #pragma once
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@ struct BenchOptions {
   std::string baseline;  // ratios are baseline time / method time; empty = fastest peer
   std::string hardware;
   uint64_t seed = 1;
+  std::string model_path;  // checkpoint for the "tlm-K" methods
 };
 
 struct BenchEntry {
@@ -24,6 +27,7 @@ struct BenchEntry {
   double gflops = 0;
   std::vector<int64_t> decisions;  // for methods searching our space
   double trials_per_second = 0;    // of that search, from its records' timestamps
+  double generate_ms = 0;          // "tlm-K": model time per schedule
 };
 
 struct BenchRow {

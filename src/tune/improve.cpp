@@ -12,35 +12,11 @@
 #include "model/dataset.h"
 #include "model/registry.h"
 #include "model/schedule_model.h"
-#include "tune/search.h"
+#include "tune/generated.h"
 #include "util/error.h"
 
 namespace tlm {
 namespace {
-
-// The model's top-k schedules for a task, measured one by one (those not measured
-// before); returns how many were measured.
-int measure_generated(ScheduleModel& model, const std::string& spec, int k, Measurer& measurer,
-                      RecordStore& store, const std::string& hardware) {
-  TaskSpec task = parse_task_spec(spec);
-  std::set<std::vector<int64_t>> seen;
-  for (const auto& r : store.query(task.key(), hardware)) seen.insert(r.decisions);
-  auto best = store.best(task.key(), hardware, 1);
-  double best_ms = best.empty() ? 0 : best[0].median_ms;
-  std::vector<Record> records;
-  for (const auto& g : model.generate(task, detect_hardware(), {k, "beam", 0, 1.0})) {
-    if (!seen.insert(g.decisions).second) continue;
-    TimingOptions timing = trial_timing(best_ms);
-    MeasureResult m = measurer.measure_each(task, {{"space", g.decisions}}, &timing).at(0);
-    if (m.status == "ok" && (best_ms == 0 || m.timing.median_ms < best_ms))
-      best_ms = m.timing.median_ms;
-    records.push_back({hardware, task.key(), spec, g.decisions, "tlm", m.status, m.timing.min_ms,
-                       m.timing.median_ms, m.timing.runs, model.info().id, m.detail,
-                       double(std::time(nullptr))});
-  }
-  store.add(records);
-  return int(records.size());
-}
 
 // Geomean latency over the held-out tasks of each model's top-1 schedule, the two
 // measured interleaved per task. A schedule that fails counts as 10x the other's latency.
@@ -96,7 +72,9 @@ RoundResult run_round(const ImproveOptions& o, Measurer& measurer, RecordStore& 
   auto parent = ScheduleModel::load(registry.path_of(result.parent));
   for (size_t i = 0; i < o.tasks.size(); ++i) {
     result.measured +=
-        measure_generated(*parent, o.tasks[i], o.trials_per_task, measurer, store, o.hardware);
+        measure_model_schedules(*parent, parse_task_spec(o.tasks[i]), o.trials_per_task, "tlm",
+                                measurer, store, o.hardware)
+            .measured;
     std::fprintf(stderr, "\r  round %d: measured %zu/%zu tasks   ", round, i + 1, o.tasks.size());
   }
   std::fprintf(stderr, "\n");

@@ -162,12 +162,25 @@ std::vector<Decisions> propose(Proposer& proposer, CostModel& model, const std::
   return guided_batch(proposer, model, population, count);
 }
 
-// The fastest records that are still schedules of the space (a space that changed since
-// they were measured may no longer allow some).
-std::vector<Record> legal_population(const ScheduleSpace& space, std::vector<Record> records) {
+// This search method's own records of the task (so a budget of N trials means N of its
+// own measurements, never another method's), and of them the fastest that are still
+// schedules of the space (one that changed since may no longer allow some).
+std::vector<Record> own_records(const RecordStore& store, const TaskSpec& task,
+                                const SearchOptions& options) {
+  std::vector<Record> mine;
+  for (auto& r : store.query(task.key(), options.hardware))
+    if (r.method == options.method) mine.push_back(std::move(r));
+  return mine;
+}
+
+std::vector<Record> population_of(const ScheduleSpace& space, std::vector<Record> records) {
   records.erase(std::remove_if(records.begin(), records.end(),
-                               [&](const Record& r) { return !space.is_legal(r.decisions); }),
+                               [&](const Record& r) {
+                                 return r.status != "ok" || !space.is_legal(r.decisions);
+                               }),
                 records.end());
+  std::stable_sort(records.begin(), records.end(),
+                   [](const Record& a, const Record& b) { return a.median_ms < b.median_ms; });
   if (records.size() > size_t(kPopulation)) records.resize(kPopulation);
   return records;
 }
@@ -196,15 +209,15 @@ SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& s
   if (options.method != "random" && options.method != "evolutionary")
     throw Error("unknown search method '" + options.method + "' (random|evolutionary)");
   ScheduleSpace space(describe_task(task));
-  Proposer proposer(space, store.query(task.key(), options.hardware), options.seed);
+  Proposer proposer(space, own_records(store, task, options), options.seed);
   CostModel model(space, options.seed);
   SearchReport report;
   double started = wall_seconds();
   while (report.measured < options.trials) {
-    auto population =
-        legal_population(space, store.best(task.key(), options.hardware, 2 * kPopulation));
+    auto mine = own_records(store, task, options);
+    auto population = population_of(space, mine);
     int count = std::min(options.batch, options.trials - report.measured);
-    if (options.method == "evolutionary") model.fit(store.query(task.key(), options.hardware));
+    if (options.method == "evolutionary") model.fit(mine);
     auto batch = propose(proposer, model, options.method, population, count);
     if (batch.empty()) break;  // the space is exhausted
     double best_ms = population.empty() ? 0 : population.front().median_ms;

@@ -1,0 +1,44 @@
+#include "tune/generated.h"
+
+#include <chrono>
+#include <ctime>
+#include <map>
+
+#include "tune/search.h"
+
+namespace tlm {
+
+GeneratedRun measure_model_schedules(ScheduleModel& model, const TaskSpec& task, int k,
+                                     const std::string& method, Measurer& measurer,
+                                     RecordStore& store, const std::string& hardware) {
+  std::map<std::vector<int64_t>, Record> stored;
+  for (const auto& r : store.query(task.key(), hardware)) stored[r.decisions] = r;
+  auto best = store.best(task.key(), hardware, 1);
+  double best_ms = best.empty() ? 0 : best[0].median_ms;
+  GeneratedRun run;
+  auto start = std::chrono::steady_clock::now();
+  auto generated = model.generate(task, detect_hardware(), {k, "beam", 0, 1.0});
+  run.generate_ms =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
+  std::vector<Record> fresh;
+  for (const auto& g : generated) {
+    auto found = stored.find(g.decisions);
+    if (found != stored.end()) {
+      run.records.push_back(found->second);
+      continue;
+    }
+    TimingOptions timing = trial_timing(best_ms);
+    MeasureResult m = measurer.measure_each(task, {{"space", g.decisions}}, &timing).at(0);
+    if (m.status == "ok" && (best_ms == 0 || m.timing.median_ms < best_ms))
+      best_ms = m.timing.median_ms;
+    fresh.push_back({hardware, task.key(), task.key(), g.decisions, method, m.status,
+                     m.timing.min_ms, m.timing.median_ms, m.timing.runs, model.info().id, m.detail,
+                     double(std::time(nullptr))});
+    run.records.push_back(fresh.back());
+  }
+  store.add(fresh);
+  run.measured = int(fresh.size());
+  return run;
+}
+
+}  // namespace tlm
