@@ -162,71 +162,82 @@ void add_improve_command(CLI::App& app, ImproveFlags& f, CommonFlags& flags) {
   improve->callback([&f, &flags] { run_improve_rounds(f, flags); });
 }
 
+// Everything the task, search and bench commands read from the command line.
+struct Flags {
+  CommonFlags common;
+  std::string spec, method = "space", decisions, json_path;
+  std::string methods =
+      "evolutionary-1000,random-1000,adams2019,mullapudi2016,li2018,onednn,openblas";
+  std::vector<std::string> specs;
+  SearchOptions search;
+  BenchOptions bench;
+  ImproveFlags improve;
+};
+
+struct Commands {
+  CLI::App *space, *lang, *measure, *tune, *bench_op, *worker;
+};
+
+void add_task_commands(CLI::App& app, Flags& f, Commands& c) {
+  c.space = app.add_subcommand("space", "show a task's schedule space");
+  c.space->add_option("task", f.spec, "task spec, e.g. matmul:m=1024,n=1024,k=1024")->required();
+  c.lang = app.add_subcommand("lang", "show a task and a schedule in the tensor language");
+  c.lang->add_option("task", f.spec, "task spec")->required();
+  c.lang->add_option("--decisions", f.decisions, "comma-separated values (default: random)");
+  c.lang->add_option("--seed", f.search.seed, "seed of the random schedule");
+  c.measure = app.add_subcommand("measure", "measure one candidate of a task");
+  c.measure->add_option("task", f.spec, "task spec")->required();
+  c.measure->add_option("--method", f.method, "space|reference|adams2019|...|onednn|openblas");
+  c.measure->add_option("--decisions", f.decisions, "comma-separated decision values (space)");
+  add_common(c.measure, f.common);
+}
+
+void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
+  c.tune = app.add_subcommand("tune", "search a task's space with measured trials");
+  c.tune->add_option("task", f.spec, "task spec")->required();
+  c.tune->add_option("--method", f.search.method, "random | evolutionary");
+  c.tune->add_option("--trials", f.search.trials, "measured trials");
+  c.tune->add_option("--seed", f.search.seed, "random seed");
+  add_common(c.tune, f.common);
+  auto* bench = app.add_subcommand("bench", "benchmarks");
+  bench->require_subcommand(1);
+  c.bench_op = bench->add_subcommand("op", "compare methods on tasks, interleaved");
+  c.bench_op->add_option("tasks", f.specs, "task specs")->required();
+  c.bench_op->add_option("--methods", f.methods, "comma-separated methods");
+  c.bench_op->add_option("--baseline", f.bench.baseline, "method ratios are taken against");
+  c.bench_op->add_option("--json", f.json_path, "write results as JSON");
+  c.bench_op->add_option("--model", f.bench.model_path,
+                         "checkpoint for tlm-K methods (default: models/ registry default)");
+  add_common(c.bench_op, f.common);
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"tlm: a tensor compiler whose scheduler is a language model"};
   app.require_subcommand(1);
-  CommonFlags flags;
-
-  std::string spec;
-  auto* space = app.add_subcommand("space", "show a task's schedule space");
-  space->add_option("task", spec, "task spec, e.g. matmul:m=1024,n=1024,k=1024")->required();
-
-  SearchOptions search;
-  auto* tune = app.add_subcommand("tune", "search a task's space with measured trials");
-  tune->add_option("task", spec, "task spec")->required();
-  tune->add_option("--method", search.method, "random | evolutionary");
-  tune->add_option("--trials", search.trials, "measured trials");
-  tune->add_option("--seed", search.seed, "random seed");
-  add_common(tune, flags);
-
-  auto* bench = app.add_subcommand("bench", "benchmarks");
-  bench->require_subcommand(1);
-  auto* bench_op = bench->add_subcommand("op", "compare methods on tasks, interleaved");
-  std::vector<std::string> specs;
-  std::string methods =
-      "evolutionary-1000,random-1000,adams2019,mullapudi2016,li2018,onednn,openblas";
-  BenchOptions bench_options;
-  std::string json_path;
-  bench_op->add_option("tasks", specs, "task specs")->required();
-  bench_op->add_option("--methods", methods, "comma-separated methods");
-  bench_op->add_option("--baseline", bench_options.baseline, "method ratios are taken against");
-  bench_op->add_option("--json", json_path, "write results as JSON");
-  bench_op->add_option("--model", bench_options.model_path,
-                       "checkpoint for tlm-K methods (default: models/ registry default)");
-  add_common(bench_op, flags);
-
-  std::string method = "space", decisions;
-  auto* measure = app.add_subcommand("measure", "measure one candidate of a task");
-  measure->add_option("task", spec, "task spec")->required();
-  measure->add_option("--method", method, "space|reference|adams2019|...|onednn|openblas");
-  measure->add_option("--decisions", decisions, "comma-separated decision values (space)");
-  add_common(measure, flags);
-
-  auto* lang = app.add_subcommand("lang", "show a task and a schedule in the tensor language");
-  lang->add_option("task", spec, "task spec")->required();
-  lang->add_option("--decisions", decisions, "comma-separated decision values (default: random)");
-  lang->add_option("--seed", search.seed, "seed of the random schedule");
+  Flags f;
+  Commands c;
+  add_task_commands(app, f, c);
+  add_search_commands(app, f, c);
   std::vector<std::string> words(argv, argv + argc);
   add_model_commands(app, join(words, " "));
-  ImproveFlags improve_flags;
-  add_improve_command(app, improve_flags, flags);
-  auto* worker = app.add_subcommand("worker", "internal: isolated measurement worker");
-  worker->add_option("--threads", flags.threads);
-  worker->group("");
+  add_improve_command(app, f.improve, f.common);
+  c.worker = app.add_subcommand("worker", "internal: isolated measurement worker");
+  c.worker->add_option("--threads", f.common.threads);
+  c.worker->group("");
 
   CLI11_PARSE(app, argc, argv);
-  set_kernel_threads(flags.threads);
-  if (*worker) return run_worker_loop();
-  if (*space) print_space(spec);
-  if (*lang) print_sentence(spec, decisions, search.seed);
-  if (*tune) run_tune(spec, search, flags);
-  if (*bench_op) {
-    bench_options.methods = split(methods, ',');
-    if (methods.find("tlm-") != std::string::npos)
-      bench_options.model_path = resolve_model(bench_options.model_path, "models");
-    run_bench(specs, bench_options, json_path, flags);
+  set_kernel_threads(f.common.threads);
+  if (*c.worker) return run_worker_loop();
+  if (*c.space) print_space(f.spec);
+  if (*c.lang) print_sentence(f.spec, f.decisions, f.search.seed);
+  if (*c.tune) run_tune(f.spec, f.search, f.common);
+  if (*c.measure) run_measure(f.spec, f.method, f.decisions, f.common);
+  if (*c.bench_op) {
+    f.bench.methods = split(f.methods, ',');
+    if (f.methods.find("tlm-") != std::string::npos)
+      f.bench.model_path = resolve_model(f.bench.model_path, "models");
+    run_bench(f.specs, f.bench, f.json_path, f.common);
   }
-  if (*measure) run_measure(spec, method, decisions, flags);
   return 0;
 }
 

@@ -112,6 +112,33 @@ void save_state(const std::string& dir, Gpt& model, torch::optim::AdamW& optimiz
       throw Error("train: cannot save state in '" + dir + "'");
 }
 
+// One optimizer step on a batch drawn by the step number alone (so a resumed run draws
+// what the uninterrupted one would have); returns the batch's loss.
+double train_step(Gpt& model, torch::optim::AdamW& optimizer,
+                  const std::vector<const Sentence*>& training, int step, const TrainOptions& o,
+                  int64_t& tokens) {
+  std::mt19937_64 rng(o.seed * 1000003 + step);
+  std::vector<const Sentence*> batch;
+  for (int b = 0; b < o.batch; ++b) batch.push_back(training[rng() % training.size()]);
+  for (auto& group : optimizer.param_groups())
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(learning_rate_at(step, o));
+  optimizer.zero_grad();
+  auto loss = batch_loss(model, batch);
+  loss.backward();
+  torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+  optimizer.step();
+  for (auto* s : batch) tokens += int64_t(s->tokens.size());
+  return loss.item<double>();
+}
+
+std::string log_line(const TrainReport& r) {
+  return nlohmann::json({{"step", r.step},
+                         {"loss", r.loss},
+                         {"validation_loss", r.validation_loss},
+                         {"tokens_per_second", r.tokens_per_second}})
+      .dump();
+}
+
 }  // namespace
 
 TrainReport train_model(const TrainOptions& o, Gpt& model) {
@@ -136,19 +163,8 @@ TrainReport train_model(const TrainOptions& o, Gpt& model) {
   double smoothed = 0;
   const int first_step = step;
   while (step < o.steps) {
-    std::mt19937_64 rng(o.seed * 1000003 + step);  // the batch depends on the step alone
-    std::vector<const Sentence*> batch;
-    for (int b = 0; b < o.batch; ++b) batch.push_back(training[rng() % training.size()]);
-    for (auto& group : optimizer.param_groups())
-      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(learning_rate_at(step, o));
-    optimizer.zero_grad();
-    auto loss = batch_loss(model, batch);
-    loss.backward();
-    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-    optimizer.step();
+    double l = train_step(model, optimizer, training, step, o, tokens);
     ++step;
-    for (auto* s : batch) tokens += int64_t(s->tokens.size());
-    double l = loss.item<double>();
     smoothed = smoothed == 0 ? l : 0.95 * smoothed + 0.05 * l;
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -156,12 +172,7 @@ TrainReport train_model(const TrainOptions& o, Gpt& model) {
     if (step % o.save_every == 0 || step == o.steps) {
       report.validation_loss = validation_loss(model, validation, o.batch);
       save_state(o.run_dir, model, optimizer, step);
-      log << nlohmann::json({{"step", step},
-                             {"loss", smoothed},
-                             {"validation_loss", report.validation_loss},
-                             {"tokens_per_second", report.tokens_per_second}})
-                 .dump()
-          << std::endl;
+      log << log_line(report) << std::endl;
     }
     if (step % 10 != 0 && step != o.steps) continue;
     double eta = (o.steps - step) * seconds / (step - first_step);
