@@ -6,6 +6,8 @@
 #include <iostream>
 
 #include "cli/model_commands.h"
+#include "graph/partition.h"
+#include "graph/zoo.h"
 #include "lang/sentence.h"
 #include "lang/vocabulary.h"
 #include "measure/measurer.h"
@@ -162,6 +164,37 @@ void add_improve_command(CLI::App& app, ImproveFlags& f, CommonFlags& flags) {
   improve->callback([&f, &flags] { run_improve_rounds(f, flags); });
 }
 
+// A zoo model's tasks: count, FLOPs and share of the model's FLOPs, largest first.
+void print_tasks(const std::string& model, const ZooOptions& zoo) {
+  Graph graph = build_zoo_model(model, zoo);
+  Partition partition = partition_graph(graph);
+  struct Row {
+    double flops;
+    const TaskUse* use;
+  };
+  std::vector<Row> rows;
+  double total = 0;
+  for (const auto& use : partition.tasks) {
+    double flops = describe_task(parse_task_spec(use.spec)).flops;
+    rows.push_back({flops, &use});
+    total += flops * use.count;
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return a.flops * a.use->count > b.flops * b.use->count;
+  });
+  std::printf("%s: %zu nodes, %.1fM parameters, %zu distinct tasks, %.2f GFLOP\n",
+              graph.name().c_str(), graph.nodes().size(), graph.parameter_count() / 1e6,
+              rows.size(), total / 1e9);
+  std::printf("  %5s %10s %6s  %s\n", "count", "GFLOP", "share", "task");
+  for (const Row& r : rows)
+    std::printf("  %5d %10.4f %5.1f%%  %s\n", r.use->count, r.flops / 1e9,
+                100 * r.flops * r.use->count / total, r.use->spec.c_str());
+  std::printf("layout steps (reshape/transpose): %zu\n", partition.layout.size());
+  if (!partition.unsupported.empty())
+    std::printf("not yet expressible as tasks: %zu nodes, e.g. %s\n", partition.unsupported.size(),
+                partition.unsupported.front().c_str());
+}
+
 // Everything the task, search and bench commands read from the command line.
 struct Flags {
   CommonFlags common;
@@ -172,10 +205,11 @@ struct Flags {
   SearchOptions search;
   BenchOptions bench;
   ImproveFlags improve;
+  ZooOptions zoo;
 };
 
 struct Commands {
-  CLI::App *space, *lang, *measure, *tune, *bench_op, *worker;
+  CLI::App *space, *lang, *measure, *tasks, *tune, *bench_op, *worker;
 };
 
 void add_task_commands(CLI::App& app, Flags& f, Commands& c) {
@@ -190,6 +224,13 @@ void add_task_commands(CLI::App& app, Flags& f, Commands& c) {
   c.measure->add_option("--method", f.method, "space|reference|adams2019|...|onednn|openblas");
   c.measure->add_option("--decisions", f.decisions, "comma-separated decision values (space)");
   add_common(c.measure, f.common);
+  c.tasks = app.add_subcommand("tasks", "a zoo model's tasks with counts and FLOPs");
+  c.tasks
+      ->add_option("model", f.spec, "resnet50|mobilenetv2|efficientnet-b0|bert-base|gpt2|llama-7b")
+      ->required();
+  c.tasks->add_option("--batch", f.zoo.batch, "batch size");
+  c.tasks->add_option("--seq", f.zoo.seq, "sequence length (transformers)");
+  c.tasks->add_option("--layers", f.zoo.layers, "blocks (transformers; 0 = the model's own)");
 }
 
 void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
@@ -230,6 +271,7 @@ int run(int argc, char** argv) {
   if (*c.worker) return run_worker_loop();
   if (*c.space) print_space(f.spec);
   if (*c.lang) print_sentence(f.spec, f.decisions, f.search.seed);
+  if (*c.tasks) print_tasks(f.spec, f.zoo);
   if (*c.tune) run_tune(f.spec, f.search, f.common);
   if (*c.measure) run_measure(f.spec, f.method, f.decisions, f.common);
   if (*c.bench_op) {

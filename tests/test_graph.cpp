@@ -1,0 +1,113 @@
+// The graph IR and zoo: shapes are inferred and checked, the zoo networks have exactly
+// the published parameter counts, and partitioning covers every node exactly once.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "graph/partition.h"
+#include "graph/zoo.h"
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+TEST(Zoo, NetworksHaveThePublishedParameterCounts) {
+  // torchvision / Hugging Face counts (encoders and decoders without embeddings).
+  const std::map<std::string, int64_t> expected = {
+      {"resnet50", 25557032},  {"mobilenetv2", 3504872}, {"efficientnet-b0", 5288548},
+      {"bert-base", 85054464}, {"gpt2", 123653376},      {"llama-7b", 202387456}};
+  for (const auto& [name, count] : expected) {
+    Graph g = build_zoo_model(name);
+    EXPECT_EQ(g.parameter_count(), count) << name;
+    ASSERT_EQ(g.outputs().size(), 1u);
+  }
+  EXPECT_EQ(build_zoo_model("resnet50").shape(build_zoo_model("resnet50").outputs()[0]),
+            (std::vector<int64_t>{1, 1000}));
+  Graph bert = build_zoo_model("bert-base", {2, 64, 3});
+  EXPECT_EQ(bert.shape(bert.outputs()[0]), (std::vector<int64_t>{128, 768}));
+  EXPECT_THROW(build_zoo_model("alexnet"), Error);
+  EXPECT_THROW(build_zoo_model("resnet50", {0, 128, 0}), Error);
+}
+
+TEST(Graph, InconsistentShapesAreErrorsNamingTheNode) {
+  Graph g("bad");
+  int x = g.input("x", {4, 16});
+  int w = g.constant("w", {8, 32});
+  try {
+    g.add("dense", {x, w}, {}, "fc1");
+    FAIL() << "a [4,16] x [8,32] dense was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fc1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(g.add("add", {x, g.input("y", {4, 8})}), Error);
+  EXPECT_THROW(g.add("reshape", {x}, {{"shape", {5, 13}}}), Error);
+  EXPECT_THROW(g.add("transpose", {x}, {{"perm", {0, 0}}}), Error);
+  EXPECT_THROW(g.add("conv2d", {g.input("im", {1, 3, 8, 8}), g.constant("k", {4, 2, 3, 3})}),
+               Error);
+  EXPECT_THROW(g.add("frobnicate", {x}), Error);
+}
+
+// Every node is in exactly one place: an anchor, a fused epilogue, a layout step, or
+// listed as unsupported.
+void expect_full_cover(const Graph& g, const Partition& p) {
+  size_t layout = 0, unsupported = 0, covered = 0;
+  for (size_t n = 0; n < g.nodes().size(); ++n) {
+    const std::string& op = g.nodes()[n].op;
+    if (op == "reshape" || op == "transpose")
+      ++layout;
+    else if (p.node_task[n] >= 0)
+      ++covered;
+    else
+      ++unsupported;
+  }
+  EXPECT_EQ(layout, p.layout.size());
+  EXPECT_EQ(unsupported, p.unsupported.size());
+  EXPECT_EQ(covered + layout + unsupported, g.nodes().size());
+}
+
+TEST(Partition, ResNet50FusesBatchNormResidualAndRelu) {
+  Graph g = build_zoo_model("resnet50");
+  Partition p = partition_graph(g);
+  expect_full_cover(g, p);
+  EXPECT_TRUE(p.unsupported.empty());
+  std::map<std::string, int> by_op;
+  int residual = 0;
+  for (const auto& t : p.tasks) {
+    by_op[t.spec.substr(0, t.spec.find(':'))] += t.count;
+    if (t.spec.find("+bias+add+relu") != std::string::npos) residual += t.count;
+  }
+  EXPECT_EQ(by_op["conv2d"], 53);  // every convolution, batch norm folded into its bias
+  EXPECT_EQ(by_op["dense"], 1);
+  EXPECT_EQ(by_op["pool2d"], 1);
+  EXPECT_EQ(by_op["global_pool"], 1);
+  EXPECT_EQ(residual, 16);  // one residual add + relu per bottleneck block
+}
+
+TEST(Partition, TransformersDeduplicateTheirLayers) {
+  Graph g = build_zoo_model("bert-base");
+  Partition p = partition_graph(g);
+  expect_full_cover(g, p);
+  int total = 0;
+  std::map<std::string, int> counts;
+  for (const auto& t : p.tasks) total += t.count, counts[t.spec] = t.count;
+  EXPECT_EQ(counts["dense:m=128,n=3072,k=768+bias+gelu"], 12);
+  EXPECT_EQ(counts["batch_matmul:b=12,m=128,n=128,k=64"], 12);
+  EXPECT_EQ(counts["softmax:rows=1536,cols=128"], 12);
+  EXPECT_EQ(total, 12 * 11);  // per layer: 6 dense, 2 batch matmuls, softmax, 2 layernorms
+  Graph llama = build_zoo_model("llama-7b");
+  Partition q = partition_graph(llama);
+  expect_full_cover(llama, q);
+  bool gated = false;
+  for (const auto& t : q.tasks) gated |= t.spec == "dense:m=128,n=11008,k=4096+silu+mul";
+  EXPECT_TRUE(gated);
+}
+
+TEST(Partition, EfficientNetListsWhatNoTaskExpressesYet) {
+  Graph g = build_zoo_model("efficientnet-b0");
+  Partition p = partition_graph(g);
+  expect_full_cover(g, p);
+  EXPECT_EQ(p.unsupported.size(), 16u);  // one channel_scale per MBConv block
+}
+
+}  // namespace
+}  // namespace tlm
