@@ -6,6 +6,8 @@
 #include <random>
 #include <set>
 
+#include "graph/partition.h"
+#include "graph/zoo.h"
 #include "lang/sentence.h"
 #include "lang/vocabulary.h"
 #include "space/schedule_space.h"
@@ -149,14 +151,16 @@ Dataset read_dataset(const std::string& path) {
 
 std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded) {
   std::vector<std::string> all;
+  for (const auto& model : zoo_model_names())  // every task of the zoo networks first
+    for (const auto& use : partition_graph(build_zoo_model(model)).tasks) all.push_back(use.spec);
   add_matmul_family(all);
   add_conv_family(all);
   add_row_family(all);
-  std::set<std::string> skip;
+  std::set<std::string> skip;  // held-out tasks, and each task once
   for (const auto& e : excluded) skip.insert(parse_task_spec(e).key());
   std::vector<std::string> tasks;
   for (const auto& t : all)
-    if (!skip.count(parse_task_spec(t).key())) tasks.push_back(t);
+    if (skip.insert(parse_task_spec(t).key()).second) tasks.push_back(t);
   return tasks;
 }
 

@@ -32,8 +32,8 @@ void write_dataset(const std::string& path, Dataset& data);
 // Throws tlm::Error for a missing, truncated or foreign file, or another vocabulary's.
 Dataset read_dataset(const std::string& path);
 
-// Task specs for pretraining: shape variations of every operator kind, minus `excluded`
-// (held-out tasks); deterministic.
+// Task specs for pretraining: every task of the zoo networks, then shape variations of
+// every operator kind, each once, minus `excluded` (held-out tasks); deterministic.
 std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded);
 // Fine-tuning sentences: the `per_task` fastest verified schedules of every task the store
 // has measured on this hardware, minus `excluded` (held-out tasks), skipping records
