@@ -2,9 +2,13 @@
 // the published parameter counts, and partitioning covers every node exactly once.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
+#include <random>
 
+#include "graph/interpreter.h"
 #include "graph/partition.h"
+#include "graph/rewrites.h"
 #include "graph/zoo.h"
 #include "util/error.h"
 
@@ -107,6 +111,53 @@ TEST(Partition, EfficientNetListsWhatNoTaskExpressesYet) {
   Partition p = partition_graph(g);
   expect_full_cover(g, p);
   EXPECT_EQ(p.unsupported.size(), 16u);  // one channel_scale per MBConv block
+}
+
+std::vector<float> random_values(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(size_t(n), 0.0f);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+TEST(Interpreter, SmallCasesByHand) {
+  Graph g("tiny");
+  int x = g.input("x", {1, 2, 1, 2});
+  int w = g.constant("w", {1, 2, 1, 1});
+  int y = g.add("conv2d", {x, w});
+  int p = g.add("softmax", {g.add("reshape", {y}, {{"shape", {1, 2}}})});
+  Weights weights = {{w, {2.0f, -1.0f}}};
+  auto v = interpret(g, weights, {{1.0f, 2.0f, 3.0f, 4.0f}});  // channels [1,2] and [3,4]
+  EXPECT_EQ(v[y], (std::vector<float>{2 * 1 - 3, 2 * 2 - 4}));
+  EXPECT_NEAR(v[p][0] + v[p][1], 1.0f, 1e-6);
+  EXPECT_NEAR(v[p][0], 1.0f / (1.0f + std::exp(1.0f)), 1e-6);
+  EXPECT_THROW(interpret(g, weights, {}), Error);
+}
+
+// Folding batch norms into convolutions keeps ResNet-50's function.
+TEST(Rewrites, FoldingBatchNormKeepsTheOutput) {
+  ZooOptions small;
+  small.image = 32;
+  Graph g = build_zoo_model("resnet50", small);
+  Weights w = draw_weights(g);
+  WeightedGraph folded = fold_batchnorm(g, w);
+  int batchnorms = 0, biased = 0;
+  for (const auto& n : folded.graph.nodes()) {
+    batchnorms += n.op == "batchnorm";
+    biased += n.op == "conv2d" && n.inputs.size() == 3;
+  }
+  EXPECT_EQ(batchnorms, 0);
+  EXPECT_EQ(biased, 53);
+  EXPECT_EQ(folded.graph.nodes().size(), g.nodes().size() - 53);
+  auto input = random_values(element_count(g.shape(g.inputs()[0])), 3);
+  auto before = interpret(g, w, {input})[g.outputs()[0]];
+  auto after = interpret(folded.graph, folded.weights, {input})[folded.graph.outputs()[0]];
+  ASSERT_EQ(before.size(), after.size());
+  double scale = 0;
+  for (float v : before) scale = std::max(scale, double(std::fabs(v)));
+  ASSERT_GT(scale, 0);
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_NEAR(before[i], after[i], 1e-4 * scale);
 }
 
 }  // namespace

@@ -57,7 +57,7 @@ class Layers {
 Graph resnet50(const ZooOptions& o) {
   Graph g("resnet50");
   Layers l(g);
-  int x = l.conv_bn(g.input("image", {o.batch, 3, 224, 224}), 64, 7, 2, "relu");
+  int x = l.conv_bn(g.input("image", {o.batch, 3, o.image, o.image}), 64, 7, 2, "relu");
   x = l.op("maxpool", {x}, {{"r", {3}}, {"stride", {2}}, {"pad", {1}}});
   const int64_t blocks[] = {3, 4, 6, 3}, widths[] = {64, 128, 256, 512};
   for (int stage = 0; stage < 4; ++stage)
@@ -97,7 +97,7 @@ Graph mobile_net(const std::string& name, const ZooOptions& o, const std::vector
   Graph g(name);
   Layers l(g);
   std::string act = efficient ? "silu" : "relu6";
-  int x = l.conv_bn(g.input("image", {o.batch, 3, 224, 224}), 32, 3, 2, act);
+  int x = l.conv_bn(g.input("image", {o.batch, 3, o.image, o.image}), 32, 3, 2, act);
   for (const Stage& s : stages)
     for (int64_t r = 0; r < s.repeats; ++r)
       x = inverted_residual(l, x, s, r == 0 ? s.stride : 1, efficient);
@@ -165,7 +165,8 @@ std::vector<std::string> zoo_model_names() {
 }
 
 Graph build_zoo_model(const std::string& name, const ZooOptions& o) {
-  if (o.batch < 1 || o.seq < 1 || o.layers < 0) throw Error("zoo: batch, seq must be >= 1");
+  if (o.batch < 1 || o.seq < 1 || o.layers < 0 || o.image < 32)
+    throw Error("zoo: batch and seq must be >= 1, image >= 32");
   if (name == "resnet50") return resnet50(o);
   if (name == "mobilenetv2")
     return mobile_net(name, o,

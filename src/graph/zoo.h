@@ -11,8 +11,9 @@ namespace tlm {
 
 struct ZooOptions {
   int batch = 1;
-  int seq = 128;   // transformers: sequence length
-  int layers = 0;  // transformers: blocks (0 = the model's own; LLaMA-7B defaults to 1)
+  int seq = 128;    // transformers: sequence length
+  int layers = 0;   // transformers: blocks (0 = the model's own; LLaMA-7B defaults to 1)
+  int image = 224;  // convolutional networks: input height and width
 };
 
 std::vector<std::string> zoo_model_names();

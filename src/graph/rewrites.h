@@ -1,0 +1,20 @@
+// Rewrites: graph-to-graph transformations that keep the model's function.
+//   fold_batchnorm: a convolution followed only by a batch norm becomes one convolution
+//                   whose weights are scaled per output channel and whose bias absorbs
+//                   the shift (weights are constants, so this is done once, at compile).
+// Each returns a new graph with its weights; tests check the outputs agree with the
+// original's within float tolerance.
+#pragma once
+#include "graph/graph.h"
+#include "graph/weights.h"
+
+namespace tlm {
+
+struct WeightedGraph {
+  Graph graph;
+  Weights weights;
+};
+
+WeightedGraph fold_batchnorm(const Graph& graph, const Weights& weights);
+
+}  // namespace tlm
