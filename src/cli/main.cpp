@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli/compile_commands.h"
 #include "cli/model_commands.h"
 #include "graph/partition.h"
 #include "graph/zoo.h"
@@ -262,6 +263,7 @@ int run(int argc, char** argv) {
   std::vector<std::string> words(argv, argv + argc);
   add_model_commands(app, join(words, " "));
   add_improve_command(app, f.improve, f.common);
+  add_compile_commands(app);
   c.worker = app.add_subcommand("worker", "internal: isolated measurement worker");
   c.worker->add_option("--threads", f.common.threads);
   c.worker->group("");

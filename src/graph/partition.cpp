@@ -67,12 +67,14 @@ std::string epilogue_word(const Node& n, const std::string& anchor_op, bool firs
 }
 
 // Follows the single-consumer elementwise chain after `node`, fusing it; returns the
-// epilogue words and marks the fused nodes with `task`. A node another task has fused
-// already (the residual add both branches of a block reach) ends the chain.
+// epilogue words, marks the fused nodes with `task` and records in `occurrence` the
+// residual operands and the chain's output. A node another task has fused already (the
+// residual add both branches of a block reach) ends the chain.
 std::vector<std::string> fuse_chain(const Graph& g, int node, const std::string& anchor_op,
-                                    std::vector<int>& node_task, int task) {
+                                    std::vector<int>& node_task, int task, Occurrence& occurrence) {
   std::vector<std::string> words;
   int at = node;
+  occurrence.output = g.nodes()[node].output;
   for (;;) {
     auto users = g.consumers(g.nodes()[at].output);
     if (users.size() != 1 || !is_elementwise(g.nodes()[users[0]].op)) break;
@@ -81,10 +83,22 @@ std::vector<std::string> fuse_chain(const Graph& g, int node, const std::string&
     if (word.empty()) break;
     if (word == "bias" && !words.empty()) break;
     words.push_back(word);
+    const Node& user = g.nodes()[users[0]];
+    if (user.op == "add" || user.op == "mul")  // the operand that is not the chain
+      occurrence.inputs.push_back(user.inputs[0] == occurrence.output ? user.inputs[1]
+                                                                      : user.inputs[0]);
     at = users[0];
     node_task[at] = task;
+    occurrence.output = user.output;
   }
   return words;
+}
+
+// The tensors an anchor's pipeline reads before its epilogue inputs.
+std::vector<int> anchor_inputs(const Node& n) {
+  if (n.op == "conv2d" || n.op == "dense" || n.op == "batch_matmul")
+    return {n.inputs[0], n.inputs[1]};
+  return n.inputs;  // pools, softmax, norms (with their gains)
 }
 
 std::string with_epilogue(std::string spec, const std::vector<std::string>& words) {
@@ -117,9 +131,12 @@ Partition partition_graph(const Graph& g) {
       continue;
     }
     int provisional = int(p.tasks.size());
-    if (n.op == "conv2d" || n.op == "dense")
-      if (n.inputs.size() > 2) words.push_back("bias");
-    auto chain = fuse_chain(g, int(i), n.op, p.node_task, provisional);
+    Occurrence occurrence{int(i), anchor_inputs(n), n.output};  // elementwise: X, operand
+    if ((n.op == "conv2d" || n.op == "dense") && n.inputs.size() > 2) {
+      words.push_back("bias");
+      occurrence.inputs.push_back(n.inputs[2]);
+    }
+    auto chain = fuse_chain(g, int(i), n.op, p.node_task, provisional, occurrence);
     if (!words.empty() && !chain.empty() && words.back() == "bias" && chain.front() == "bias")
       chain.erase(chain.begin());  // a batch norm folds into the bias the anchor has
     words.insert(words.end(), chain.begin(), chain.end());
@@ -134,7 +151,7 @@ Partition partition_graph(const Graph& g) {
       if (t == provisional && task != provisional) t = task;
     p.node_task[i] = task;
     p.tasks[task].count++;
-    p.tasks[task].anchors.push_back(int(i));
+    p.tasks[task].occurrences.push_back(occurrence);
   }
   return p;
 }

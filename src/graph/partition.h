@@ -14,10 +14,19 @@
 
 namespace tlm {
 
+// One place a task runs: the tensors its pipeline reads, in the pipeline's input order
+// (the anchor's own inputs, then one per epilogue input: bias, residual), and the tensor
+// it writes (the output of the last fused node).
+struct Occurrence {
+  int anchor = -1;  // node
+  std::vector<int> inputs;
+  int output = -1;
+};
+
 struct TaskUse {
-  std::string spec;          // canonical task key
-  int count = 0;             // occurrences in the model
-  std::vector<int> anchors;  // anchor node of each occurrence
+  std::string spec;  // canonical task key
+  int count = 0;     // occurrences in the model
+  std::vector<Occurrence> occurrences;
 };
 
 struct Partition {

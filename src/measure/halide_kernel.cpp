@@ -112,6 +112,38 @@ class FaultKernel : public Kernel {
   Tensor& output_;
 };
 
+struct ScheduledPipeline {
+  TaskPipeline pipeline;
+  std::string description;
+  int64_t weight_block = 1;
+};
+
+// The task's pipeline with the candidate's schedule applied (a Halide method only).
+ScheduledPipeline schedule_candidate(const TaskSpec& task, const Candidate& candidate) {
+  const std::string& method = candidate.method;
+  Schedule schedule;
+  if (method == "space") schedule = ScheduleSpace(describe_task(task)).decode(candidate.decisions);
+  ScheduledPipeline out{build_task_pipeline(task, schedule.weight_block), "",
+                        schedule.weight_block};
+  if (method == "space") {
+    apply_schedule(out.pipeline, schedule);
+  } else if (method == "reference") {
+    schedule_reference(out.pipeline);
+  } else if (!autoscheduler_name(method).empty()) {
+    out.description = autoschedule(out.pipeline, method);
+  } else {
+    throw Error("unknown method '" + method + "'");
+  }
+  return out;
+}
+
+Error halide_error(const Halide::Error& e) {
+  std::string what = e.what();
+  for (char& c : what)
+    if (c == '\n') c = ' ';
+  return Error("Halide: " + what.substr(0, 400));
+}
+
 }  // namespace
 
 void set_kernel_threads(int threads) {
@@ -140,29 +172,31 @@ std::unique_ptr<Kernel> build_kernel(const TaskSpec& task, const Candidate& cand
     return std::make_unique<FaultKernel>(method, build_kernel(task, reference, inputs, output),
                                          output);
   }
-  std::string description;
   try {
-    Schedule schedule;
-    if (method == "space")
-      schedule = ScheduleSpace(describe_task(task)).decode(candidate.decisions);
-    TaskPipeline pipeline = build_task_pipeline(task, schedule.weight_block);
-    if (method == "space") {
-      apply_schedule(pipeline, schedule);
-    } else if (method == "reference") {
-      schedule_reference(pipeline);
-    } else if (!autoscheduler_name(method).empty()) {
-      description = autoschedule(pipeline, method);
-    } else {
-      throw Error("unknown method '" + method + "'");
-    }
-    return std::make_unique<HalideKernel>(std::move(pipeline), inputs, output, description,
-                                          schedule.weight_block);
+    ScheduledPipeline scheduled = schedule_candidate(task, candidate);
+    return std::make_unique<HalideKernel>(std::move(scheduled.pipeline), inputs, output,
+                                          scheduled.description, scheduled.weight_block);
   } catch (const Halide::Error& e) {
-    std::string what = e.what();
-    for (char& c : what)
-      if (c == '\n') c = ' ';
-    throw Error("Halide: " + what.substr(0, 400));
+    throw halide_error(e);
   }
+}
+
+int64_t compile_task_object(const TaskSpec& task, const Candidate& candidate,
+                            const std::string& path, const std::string& function) {
+  try {
+    ScheduledPipeline scheduled = schedule_candidate(task, candidate);
+    std::vector<Halide::Argument> args(scheduled.pipeline.inputs.begin(),
+                                       scheduled.pipeline.inputs.end());
+    Halide::Target target = Halide::get_host_target().with_feature(Halide::Target::NoRuntime);
+    scheduled.pipeline.output().compile_to_object(path, args, function, target);
+    return scheduled.weight_block;
+  } catch (const Halide::Error& e) {
+    throw halide_error(e);
+  }
+}
+
+void compile_runtime_object(const std::string& path) {
+  Halide::compile_standalone_runtime(path, Halide::get_host_target());
 }
 
 Tensor reference_output(const TaskSpec& task, const std::vector<Tensor>& inputs) {

@@ -31,6 +31,15 @@ class Kernel {
 std::unique_ptr<Kernel> build_kernel(const TaskSpec& task, const Candidate& candidate,
                                      const std::vector<Tensor>& inputs, Tensor& output);
 
+// Ahead-of-time build of a Halide candidate ("space", "reference" or an autoscheduler):
+// an object file exporting `function` and `function`_argv(void** buffers), taking the
+// task's inputs in order and then its output, without the Halide runtime (link one
+// compile_runtime_object per library). Returns the weight block the candidate packs the
+// task's packable weight with (1: plain layout).
+int64_t compile_task_object(const TaskSpec& task, const Candidate& candidate,
+                            const std::string& path, const std::string& function);
+void compile_runtime_object(const std::string& path);
+
 // Computes the reference output (unscheduled pipeline, reductions at root).
 Tensor reference_output(const TaskSpec& task, const std::vector<Tensor>& inputs);
 

@@ -1,0 +1,143 @@
+#include "cli/compile_commands.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "graph/zoo.h"
+#include "model/registry.h"
+#include "runtime/runtime.h"
+#include "tune/compile.h"
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+struct CompileFlags {
+  std::string model, out, db = "tlm.db", checkpoint, models_dir = "models";
+  CompileOptions options;
+  ZooOptions zoo;
+};
+
+void run_compile(CompileFlags f) {
+  auto start = std::chrono::steady_clock::now();
+  Graph graph = build_zoo_model(f.model, f.zoo);
+  Weights weights = draw_weights(graph);
+  std::unique_ptr<RecordStore> store;
+  std::ifstream probe(f.db);
+  if (probe) store = std::make_unique<RecordStore>(f.db);
+  std::unique_ptr<ScheduleModel> model;
+  if (!f.checkpoint.empty() || Registry(f.models_dir).default_id() != "")
+    model = ScheduleModel::load(resolve_model(f.checkpoint, f.models_dir));
+  f.options.out_dir = f.out;
+  f.options.hardware = detect_hardware().fingerprint();
+  Plan plan = compile_model(graph, weights, f.options, store.get(), model.get());
+  std::map<std::string, int> strategies;
+  for (const auto& t : plan.tasks) strategies[t.strategy] += 1;
+  std::printf("%s -> %s: %zu tasks, %zu steps, %.1f s\n", f.model.c_str(), f.out.c_str(),
+              plan.tasks.size(), plan.steps.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  for (const auto& [phase, seconds] : plan.compile_seconds)
+    std::printf("  %-9s %7.2f s\n", phase.c_str(), seconds);
+  for (const auto& [strategy, n] : strategies)
+    std::printf("  schedules from %s: %d tasks\n", strategy.c_str(), n);
+}
+
+struct RunFlags {
+  std::string dir, input;
+  int bench = 0;
+  bool report = false;
+};
+
+std::vector<std::vector<float>> model_inputs(const Plan& plan, const std::string& file) {
+  std::vector<std::vector<float>> inputs;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::ifstream in(file, std::ios::binary);
+  if (!file.empty() && !in) throw Error("cannot read input file '" + file + "'");
+  for (int t : plan.inputs) {
+    int64_t n = 1;
+    for (int64_t e : plan.tensors[t].shape) n *= e;
+    std::vector<float> v(static_cast<size_t>(n));
+    if (in) {
+      in.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
+      if (!in) throw Error("input file '" + file + "' is shorter than the model's inputs");
+    } else {
+      for (float& x : v) x = normal(rng);
+    }
+    inputs.push_back(std::move(v));
+  }
+  return inputs;
+}
+
+void print_report(const std::vector<StepTiming>& timings) {
+  std::map<std::string, double> by_label;
+  double total = 0;
+  for (const auto& t : timings) by_label[t.label] += t.ms, total += t.ms;
+  std::vector<std::pair<double, std::string>> rows;
+  for (const auto& [label, ms] : by_label) rows.push_back({ms, label});
+  std::sort(rows.rbegin(), rows.rend());
+  std::printf("  %9s %6s  %s\n", "ms", "share", "task");
+  for (const auto& [ms, label] : rows)
+    std::printf("  %9.3f %5.1f%%  %s\n", ms, 100 * ms / total, label.c_str());
+}
+
+void run_model(const RunFlags& f) {
+  auto model = CompiledModel::load(f.dir);
+  auto inputs = model_inputs(model->plan(), f.input);
+  std::vector<StepTiming> timings;
+  auto outputs = model->run(inputs, f.report ? &timings : nullptr);
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    double sum = 0, abs_max = 0;
+    for (float v : outputs[o]) sum += v, abs_max = std::max(abs_max, double(std::fabs(v)));
+    std::printf("output %zu: %zu values, mean %.6g, max |x| %.6g, first %.6g\n", o,
+                outputs[o].size(), sum / outputs[o].size(), abs_max, outputs[o][0]);
+  }
+  std::vector<double> ms;
+  for (int i = 0; i < f.bench; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    model->run(inputs);
+    ms.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() *
+                 1e3);
+  }
+  if (!ms.empty()) {
+    std::sort(ms.begin(), ms.end());
+    std::printf("latency: min %.3f ms, median %.3f ms over %zu runs; memory %.1f MB\n", ms.front(),
+                ms[ms.size() / 2], ms.size(), model->memory_bytes() / 1e6);
+  }
+  if (f.report) print_report(timings);
+}
+
+}  // namespace
+
+void add_compile_commands(CLI::App& app) {
+  auto cf = std::make_shared<CompileFlags>();
+  auto* compile = app.add_subcommand("compile", "compile a zoo model to an artifact folder");
+  compile->add_option("model", cf->model, "resnet50|mobilenetv2|bert-base|gpt2|llama-7b")
+      ->required();
+  compile->add_option("-o,--out", cf->out, "artifact folder")->required();
+  compile->add_option("--strategy", cf->options.strategy,
+                      "auto|store|tlm|reference|adams2019|mullapudi2016");
+  compile->add_option("--db", cf->db, "record store for the store strategy");
+  compile->add_option("--model", cf->checkpoint, "checkpoint (default: the registry's)");
+  compile->add_option("--models", cf->models_dir, "models directory");
+  compile->add_option("--batch", cf->zoo.batch, "batch size");
+  compile->add_option("--seq", cf->zoo.seq, "sequence length (transformers)");
+  compile->add_option("--layers", cf->zoo.layers, "blocks (transformers)");
+  compile->add_option("--image", cf->zoo.image, "image size (convolutional networks)");
+  compile->callback([cf] { run_compile(*cf); });
+  auto rf = std::make_shared<RunFlags>();
+  auto* run = app.add_subcommand("run", "run a compiled model");
+  run->add_option("artifact", rf->dir, "artifact folder (tlm compile)")->required();
+  run->add_option("--input", rf->input, "raw float32 input file (default: seeded random)");
+  run->add_option("--bench", rf->bench, "timed runs after the first");
+  run->add_flag("--report", rf->report, "time per task, largest first");
+  run->callback([rf] { run_model(*rf); });
+}
+
+}  // namespace tlm

@@ -1,0 +1,94 @@
+#include "runtime/artifact.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+
+namespace tlm {
+
+using Json = nlohmann::json;
+
+void write_plan(const std::string& path, const Plan& plan) {
+  Json j;
+  j["model"] = plan.model;
+  j["hardware"] = plan.hardware;
+  for (const auto& t : plan.tensors)
+    j["tensors"].push_back({{"name", t.name},
+                            {"shape", t.shape},
+                            {"kind", t.kind},
+                            {"view_of", t.view_of},
+                            {"weight_offset", t.weight_offset}});
+  for (const auto& s : plan.steps)
+    j["steps"].push_back({{"kind", s.kind},
+                          {"function", s.function},
+                          {"task", s.task},
+                          {"inputs", s.inputs},
+                          {"output", s.output},
+                          {"perm", s.perm},
+                          {"shapes", s.shapes}});
+  j["inputs"] = plan.inputs;
+  j["outputs"] = plan.outputs;
+  for (const auto& t : plan.tasks)
+    j["tasks"].push_back({{"spec", t.spec},
+                          {"strategy", t.strategy},
+                          {"checkpoint", t.checkpoint},
+                          {"decisions", t.decisions},
+                          {"weight_block", t.weight_block},
+                          {"count", t.count}});
+  for (const auto& [phase, seconds] : plan.compile_seconds) j["compile_seconds"][phase] = seconds;
+  std::ofstream out(path);
+  out << j.dump(1) << "\n";
+  if (!out) throw Error("cannot write '" + path + "'");
+}
+
+Plan read_plan(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("no compiled model at '" + path + "'");
+  try {
+    Json j = Json::parse(in);
+    Plan plan;
+    plan.model = j.at("model").get<std::string>();
+    plan.hardware = j.at("hardware").get<std::string>();
+    for (const auto& t : j.at("tensors")) {
+      PlanTensor pt;
+      pt.name = t.at("name").get<std::string>();
+      pt.shape = t.at("shape").get<std::vector<int64_t>>();
+      pt.kind = t.at("kind").get<std::string>();
+      pt.view_of = t.at("view_of").get<int>();
+      pt.weight_offset = t.at("weight_offset").get<int64_t>();
+      plan.tensors.push_back(pt);
+    }
+    for (const auto& s : j.at("steps")) {
+      PlanStep ps;
+      ps.kind = s.at("kind").get<std::string>();
+      ps.function = s.at("function").get<std::string>();
+      ps.task = s.at("task").get<std::string>();
+      ps.inputs = s.at("inputs").get<std::vector<int>>();
+      ps.output = s.at("output").get<int>();
+      ps.perm = s.at("perm").get<std::vector<int64_t>>();
+      ps.shapes = s.at("shapes").get<std::vector<std::vector<int64_t>>>();
+      plan.steps.push_back(ps);
+    }
+    plan.inputs = j.at("inputs").get<std::vector<int>>();
+    plan.outputs = j.at("outputs").get<std::vector<int>>();
+    for (const auto& t : j.value("tasks", Json::array())) {
+      PlanTask pt;
+      pt.spec = t.at("spec").get<std::string>();
+      pt.strategy = t.at("strategy").get<std::string>();
+      pt.checkpoint = t.at("checkpoint").get<std::string>();
+      pt.decisions = t.at("decisions").get<std::vector<int64_t>>();
+      pt.weight_block = t.at("weight_block").get<int64_t>();
+      pt.count = t.at("count").get<int>();
+      plan.tasks.push_back(pt);
+    }
+    Json phases = j.value("compile_seconds", Json::object());  // kept alive for items()
+    for (const auto& [phase, seconds] : phases.items())
+      plan.compile_seconds.push_back({phase, seconds.get<double>()});
+    return plan;
+  } catch (const Json::exception& e) {
+    throw Error("'" + path + "' is not a valid plan (" + std::string(e.what()).substr(0, 80) + ")");
+  }
+}
+
+}  // namespace tlm

@@ -1,0 +1,54 @@
+// Artifact: a compiled model on disk, one folder:
+//   model.so      every task's kernel, ahead-of-time compiled (Halide), one runtime
+//   plan.json     tensors (inputs, weights, activations, views), the steps in order
+//                 (a kernel call with its tensors, or a layout step), and the manifest:
+//                 hardware, model checkpoint, each task's schedule and how it was chosen,
+//                 compile time by phase
+//   weights.bin   every weight as float32, in the layout its kernel reads (packed or plain)
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tlm {
+
+struct PlanTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string kind;           // input | weight | activation | view
+  int view_of = -1;           // view: the tensor whose memory it reinterprets
+  int64_t weight_offset = 0;  // weight: offset in weights.bin, in floats
+};
+
+struct PlanStep {
+  std::string kind;  // kernel | transpose
+  std::string function, task;
+  std::vector<int> inputs;
+  int output = -1;
+  std::vector<int64_t> perm;  // transpose
+  // kernel: the shape the kernel sees each input and then the output as (the same dense
+  // memory as the tensor's, e.g. [rows, cols] for a [batch, rows, cols] activation)
+  std::vector<std::vector<int64_t>> shapes;
+};
+
+struct PlanTask {
+  std::string spec, strategy, checkpoint;
+  std::vector<int64_t> decisions;
+  int64_t weight_block = 1;
+  int count = 0;
+};
+
+struct Plan {
+  std::string model, hardware;
+  std::vector<PlanTensor> tensors;
+  std::vector<PlanStep> steps;
+  std::vector<int> inputs, outputs;
+  std::vector<PlanTask> tasks;
+  std::vector<std::pair<std::string, double>> compile_seconds;  // phase -> seconds
+};
+
+void write_plan(const std::string& path, const Plan& plan);
+// Throws tlm::Error (one line) for a missing or malformed plan.
+Plan read_plan(const std::string& path);
+
+}  // namespace tlm

@@ -1,0 +1,187 @@
+#include "runtime/runtime.h"
+
+#include <HalideRuntime.h>
+#include <dlfcn.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+int64_t count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  return n;
+}
+
+std::vector<float> read_weights(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw Error("cannot read '" + path + "'");
+  std::vector<float> w(size_t(in.tellg()) / sizeof(float));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(w.data()), std::streamsize(w.size() * sizeof(float)));
+  return w;
+}
+
+// A halide_buffer_t over a dense row-major tensor (Halide's dimension 0 is the innermost).
+struct Buffer {
+  halide_buffer_t buffer{};
+  std::vector<halide_dimension_t> dims;
+
+  Buffer(float* data, const std::vector<int64_t>& shape) : dims(shape.size()) {
+    int32_t stride = 1;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      int32_t extent = int32_t(shape[shape.size() - 1 - d]);
+      dims[d] = halide_dimension_t(0, extent, stride);
+      stride *= extent;
+    }
+    buffer.host = reinterpret_cast<uint8_t*>(data);
+    buffer.type = halide_type_t(halide_type_float, 32);
+    buffer.dimensions = int32_t(shape.size());
+    buffer.dim = dims.data();
+  }
+};
+
+void transpose(const float* in, float* out, const std::vector<int64_t>& shape,
+               const std::vector<int64_t>& perm) {
+  size_t dims = shape.size();
+  std::vector<int64_t> stride(dims, 1), out_shape(dims), index(dims, 0);
+  for (size_t d = dims - 1; d-- > 0;) stride[d] = stride[d + 1] * shape[d + 1];
+  for (size_t d = 0; d < dims; ++d) out_shape[d] = shape[perm[d]];
+  for (int64_t o = 0, n = count(shape); o < n; ++o) {
+    int64_t from = 0;
+    for (size_t d = 0; d < dims; ++d) from += index[d] * stride[perm[d]];
+    out[o] = in[from];
+    for (size_t d = dims; d-- > 0;) {
+      if (++index[d] < out_shape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+// Halide's runtime reports errors through this handler instead of aborting the process.
+thread_local std::string last_kernel_error;
+void record_kernel_error(void*, const char* message) {
+  last_kernel_error = message;
+  while (!last_kernel_error.empty() && last_kernel_error.back() == '\n')
+    last_kernel_error.pop_back();
+}
+
+void check_plan(const Plan& plan, size_t weight_floats) {
+  int n = int(plan.tensors.size());
+  auto valid = [&](int t) { return t >= 0 && t < n; };
+  for (const auto& t : plan.tensors) {
+    if (t.kind == "view" && !valid(t.view_of)) throw Error("plan: a view of an unknown tensor");
+    if (t.kind == "weight" && size_t(t.weight_offset + count(t.shape)) > weight_floats)
+      throw Error("plan: weight '" + t.name + "' lies outside weights.bin");
+  }
+  for (const auto& s : plan.steps) {
+    for (int t : s.inputs)
+      if (!valid(t)) throw Error("plan: a step reads an unknown tensor");
+    if (!valid(s.output)) throw Error("plan: a step writes an unknown tensor");
+    if (s.kind == "kernel" && s.shapes.size() != s.inputs.size() + 1)
+      throw Error("plan: kernel " + s.function + " lacks its buffer shapes");
+    for (size_t k = 0; k < s.shapes.size(); ++k) {
+      int t = k < s.inputs.size() ? s.inputs[k] : s.output;
+      if (count(s.shapes[k]) != count(plan.tensors[t].shape))
+        throw Error("plan: kernel " + s.function + " sees a tensor with another size");
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<CompiledModel> CompiledModel::load(const std::string& dir) {
+  std::unique_ptr<CompiledModel> m(new CompiledModel());
+  m->plan_ = read_plan(dir + "/plan.json");
+  m->weights_ = read_weights(dir + "/weights.bin");
+  check_plan(m->plan_, m->weights_.size());
+  m->library_ = dlopen((dir + "/model.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!m->library_) throw Error("cannot load '" + dir + "/model.so': " + dlerror());
+  using SetHandler = halide_error_handler_t (*)(halide_error_handler_t);
+  if (auto set = reinterpret_cast<SetHandler>(dlsym(m->library_, "halide_set_error_handler")))
+    set(record_kernel_error);
+  for (const auto& step : m->plan_.steps) {
+    int (*fn)(void**) = nullptr;
+    if (step.kind == "kernel") {
+      fn = reinterpret_cast<int (*)(void**)>(dlsym(m->library_, (step.function + "_argv").c_str()));
+      if (!fn) throw Error("compiled model lacks kernel '" + step.function + "'");
+    }
+    m->functions_.push_back(fn);
+  }
+  m->storage_.resize(m->plan_.tensors.size());
+  for (size_t t = 0; t < m->plan_.tensors.size(); ++t) {
+    const auto& kind = m->plan_.tensors[t].kind;
+    if (kind == "input" || kind == "activation")
+      m->storage_[t].assign(size_t(count(m->plan_.tensors[t].shape)), 0.0f);
+  }
+  return m;
+}
+
+CompiledModel::~CompiledModel() {
+  if (library_) dlclose(library_);
+}
+
+float* CompiledModel::data(int tensor) {
+  const PlanTensor& t = plan_.tensors[tensor];
+  if (t.kind == "view") return data(t.view_of);
+  if (t.kind == "weight") return weights_.data() + t.weight_offset;
+  return storage_[tensor].data();
+}
+
+void CompiledModel::run_step(const PlanStep& step) {
+  if (step.kind == "transpose") {
+    transpose(data(step.inputs[0]), data(step.output), plan_.tensors[step.inputs[0]].shape,
+              step.perm);
+    return;
+  }
+  std::vector<Buffer> buffers;
+  buffers.reserve(step.inputs.size() + 1);
+  for (size_t k = 0; k < step.inputs.size(); ++k)
+    buffers.emplace_back(data(step.inputs[k]), step.shapes[k]);
+  buffers.emplace_back(data(step.output), step.shapes.back());
+  std::vector<void*> args;
+  for (auto& b : buffers) args.push_back(&b.buffer);
+  size_t index = &step - plan_.steps.data();
+  last_kernel_error.clear();
+  if (functions_[index](args.data()) != 0)
+    throw Error("kernel " + step.function + " (" + step.task + ") failed: " + last_kernel_error);
+}
+
+std::vector<std::vector<float>> CompiledModel::run(const std::vector<std::vector<float>>& inputs,
+                                                   std::vector<StepTiming>* timings) {
+  if (inputs.size() != plan_.inputs.size())
+    throw Error("the model takes " + std::to_string(plan_.inputs.size()) + " inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto& store = storage_[plan_.inputs[i]];
+    if (inputs[i].size() != store.size())
+      throw Error("input " + std::to_string(i) + " has " + std::to_string(inputs[i].size()) +
+                  " values, the model wants " + std::to_string(store.size()));
+    store = inputs[i];
+  }
+  for (const auto& step : plan_.steps) {
+    auto start = std::chrono::steady_clock::now();
+    run_step(step);
+    if (timings)
+      timings->push_back(
+          {step.kind == "kernel" ? step.task : step.kind,
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3});
+  }
+  std::vector<std::vector<float>> outputs;
+  for (int t : plan_.outputs) {
+    const float* d = data(t);
+    outputs.emplace_back(d, d + count(plan_.tensors[t].shape));
+  }
+  return outputs;
+}
+
+size_t CompiledModel::memory_bytes() const {
+  size_t bytes = weights_.size() * sizeof(float);
+  for (const auto& s : storage_) bytes += s.size() * sizeof(float);
+  return bytes;
+}
+
+}  // namespace tlm

@@ -1,0 +1,202 @@
+#include "tune/compile.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "graph/partition.h"
+#include "graph/rewrites.h"
+#include "measure/kernel.h"
+#include "space/schedule_space.h"
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The schedule a task gets under the strategy, and the name of how it was chosen.
+PlanTask choose_schedule(const TaskUse& use, const CompileOptions& o, const RecordStore* store,
+                         ScheduleModel* model) {
+  TaskSpec task = parse_task_spec(use.spec);
+  PlanTask t{use.spec, "", "", {}, 1, use.count};
+  bool any = o.strategy == "auto";
+  if (store && (any || o.strategy == "store")) {
+    ScheduleSpace space(describe_task(task));
+    for (const auto& r : store->best(task.key(), o.hardware, 8))
+      if (space.is_legal(r.decisions)) {
+        t.strategy = "store", t.decisions = r.decisions;
+        return t;
+      }
+  }
+  if (model && (any || o.strategy == "tlm")) {
+    t.strategy = "tlm", t.checkpoint = model->info().id;
+    t.decisions = model->generate(task, detect_hardware(), {1, "greedy", 0, 1.0}).at(0).decisions;
+    return t;
+  }
+  if (o.strategy == "store" || o.strategy == "tlm")
+    throw Error("compile: strategy '" + o.strategy + "' has no schedule for " + use.spec);
+  t.strategy = any ? "mullapudi2016" : o.strategy;
+  return t;
+}
+
+// Builds every distinct task's kernel into <out>/obj and links them into model.so.
+void build_library(const Partition& p, std::vector<PlanTask>& tasks, const std::string& out,
+                   bool progress) {
+  std::string obj = out + "/obj";
+  ::mkdir(obj.c_str(), 0755);
+  std::string objects;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    std::string path = obj + "/task" + std::to_string(i) + ".o";
+    Candidate c{tasks[i].decisions.empty() ? tasks[i].strategy : "space", tasks[i].decisions};
+    tasks[i].weight_block = compile_task_object(parse_task_spec(p.tasks[i].spec), c, path,
+                                                "tlm_task" + std::to_string(i));
+    objects += " " + path;
+    if (progress) std::fprintf(stderr, "\r  kernels: %zu/%zu built   ", i + 1, tasks.size());
+  }
+  if (progress) std::fprintf(stderr, "\n");
+  compile_runtime_object(obj + "/runtime.o");
+  std::string link = "c++ -shared -o " + out + "/model.so" + objects + " " + obj +
+                     "/runtime.o -lpthread -ldl 2>&1";
+  if (std::system(link.c_str()) != 0) throw Error("compile: linking model.so failed");
+}
+
+struct PlanBuilder {
+  const Graph& g;
+  Plan plan;
+  std::vector<float> weights;
+
+  void add_tensors(const Weights& w) {
+    for (size_t t = 0; t < g.tensors().size(); ++t) {
+      const GraphTensor& gt = g.tensors()[t];
+      PlanTensor pt{gt.name, gt.shape, "fused", -1, 0};
+      if (gt.producer < 0) pt.kind = gt.constant ? "weight" : "input";
+      if (gt.constant) {
+        pt.weight_offset = int64_t(weights.size());
+        weights.insert(weights.end(), w.at(int(t)).begin(), w.at(int(t)).end());
+      }
+      plan.tensors.push_back(pt);
+    }
+  }
+
+  // A weight a kernel reads packed: its values repacked in place, its shape changed.
+  void pack_weight(int tensor, int64_t block) {
+    PlanTensor& t = plan.tensors[tensor];
+    float* values = weights.data() + t.weight_offset;
+    std::vector<float> plain(values, values + element_count(t.shape));
+    std::vector<float> packed = pack_channel_blocks(plain, t.shape, block);
+    std::copy(packed.begin(), packed.end(), values);
+    t.shape = packed_shape(t.shape, block);
+  }
+};
+
+// Steps in an order where every step's inputs exist before it runs.
+std::vector<PlanStep> dependency_order(std::vector<PlanStep> steps, const Plan& plan) {
+  std::vector<bool> ready(plan.tensors.size(), false);
+  for (size_t t = 0; t < plan.tensors.size(); ++t)
+    ready[t] = plan.tensors[t].kind == "input" || plan.tensors[t].kind == "weight";
+  auto available = [&](int t) {
+    while (plan.tensors[t].kind == "view") t = plan.tensors[t].view_of;
+    return bool(ready[t]);
+  };
+  std::vector<PlanStep> ordered;
+  while (!steps.empty()) {
+    size_t before = steps.size();
+    for (size_t i = 0; i < steps.size();) {
+      bool go = true;
+      for (int t : steps[i].inputs) go = go && available(t);
+      if (!go) {
+        ++i;
+        continue;
+      }
+      ready[steps[i].output] = true;
+      ordered.push_back(steps[i]);
+      steps.erase(steps.begin() + long(i));
+    }
+    if (steps.size() == before) throw Error("compile: the steps have a cycle");
+  }
+  return ordered;
+}
+
+std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder& b) {
+  std::vector<PlanStep> steps;
+  for (size_t i = 0; i < p.tasks.size(); ++i) {
+    TaskShape shape = describe_task(parse_task_spec(p.tasks[i].spec));
+    for (const auto& o : p.tasks[i].occurrences) {
+      if (o.inputs.size() != shape.inputs.size())
+        throw Error("compile: task " + p.tasks[i].spec + " reads " +
+                    std::to_string(shape.inputs.size()) + " tensors, the graph gives " +
+                    std::to_string(o.inputs.size()));
+      if (b.plan.tasks[i].weight_block > 1 && shape.packable_input >= 0)
+        b.pack_weight(o.inputs[shape.packable_input], b.plan.tasks[i].weight_block);
+      b.plan.tensors[o.output].kind = "activation";
+      std::vector<std::vector<int64_t>> shapes;
+      for (size_t k = 0; k < o.inputs.size(); ++k)
+        shapes.push_back(b.plan.tensors[o.inputs[k]].shape);  // packed weights: packed shape
+      for (size_t k = 0; k < o.inputs.size(); ++k)
+        if (int(k) != shape.packable_input || b.plan.tasks[i].weight_block <= 1)
+          shapes[k] = shape.inputs[k].shape;
+      shapes.push_back(shape.output_shape);
+      steps.push_back({"kernel",
+                       "tlm_task" + std::to_string(i),
+                       p.tasks[i].spec,
+                       o.inputs,
+                       o.output,
+                       {},
+                       shapes});
+    }
+  }
+  for (const Node& n : g.nodes()) {
+    if (n.op == "reshape") b.plan.tensors[n.output].kind = "view";
+    if (n.op == "reshape") b.plan.tensors[n.output].view_of = n.inputs[0];
+    if (n.op != "transpose") continue;
+    b.plan.tensors[n.output].kind = "activation";
+    steps.push_back({"transpose", "", "", {n.inputs[0]}, n.output, n.attrs.at("perm"), {}});
+  }
+  return steps;
+}
+
+}  // namespace
+
+Plan compile_model(const Graph& graph, const Weights& weights, const CompileOptions& o,
+                   const RecordStore* store, ScheduleModel* model) {
+  auto start = std::chrono::steady_clock::now();
+  WeightedGraph folded = fold_batchnorm(graph, weights);
+  Partition p = partition_graph(folded.graph);
+  if (!p.unsupported.empty())
+    throw Error("compile: " + std::to_string(p.unsupported.size()) +
+                " nodes have no task yet, e.g. " + p.unsupported.front());
+  PlanBuilder b{folded.graph, {}, {}};
+  b.plan.model = graph.name();
+  b.plan.hardware = o.hardware;
+  double graph_seconds = seconds_since(start);
+  start = std::chrono::steady_clock::now();
+  for (const auto& use : p.tasks) b.plan.tasks.push_back(choose_schedule(use, o, store, model));
+  double schedule_seconds = seconds_since(start);
+  start = std::chrono::steady_clock::now();
+  ::mkdir(o.out_dir.c_str(), 0755);
+  build_library(p, b.plan.tasks, o.out_dir, o.progress);
+  double build_seconds = seconds_since(start);
+  b.add_tensors(folded.weights);
+  auto steps = make_steps(folded.graph, p, b);
+  b.plan.steps = dependency_order(steps, b.plan);
+  b.plan.inputs = folded.graph.inputs();
+  b.plan.outputs = folded.graph.outputs();
+  b.plan.compile_seconds = {{"graph", graph_seconds},
+                            {"schedule", schedule_seconds},
+                            {"build", build_seconds},
+                            {"measure", 0.0}};
+  std::ofstream out(o.out_dir + "/weights.bin", std::ios::binary);
+  out.write(reinterpret_cast<const char*>(b.weights.data()),
+            std::streamsize(b.weights.size() * sizeof(float)));
+  if (!out) throw Error("compile: cannot write weights.bin");
+  write_plan(o.out_dir + "/plan.json", b.plan);
+  return b.plan;
+}
+
+}  // namespace tlm

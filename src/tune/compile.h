@@ -1,0 +1,34 @@
+// Compile: a whole model to an artifact (runtime/artifact.h).
+//
+//   graph -> fold batch norms -> partition into fused, deduplicated tasks
+//   -> a schedule per task -> each task's kernel compiled ahead of time (Halide)
+//   -> one shared library + plan (steps in dependency order) + weights (packed as the
+//      kernels read them)
+//
+// Schedules ("strategy"): "store" takes the fastest measured schedule of the task from
+// the record store; "tlm" the model's top-1; "auto" the store's when it has one, else
+// the model's, else Halide's Mullapudi2016 autoscheduler (fast to run; the report says
+// which each task got); "reference", "adams2019", "mullapudi2016" force one.
+#pragma once
+#include <string>
+
+#include "graph/graph.h"
+#include "graph/weights.h"
+#include "model/schedule_model.h"
+#include "runtime/artifact.h"
+#include "store/record_store.h"
+
+namespace tlm {
+
+struct CompileOptions {
+  std::string out_dir;
+  std::string strategy = "auto";
+  std::string hardware;  // fingerprint, for store lookups and the manifest
+  bool progress = true;
+};
+
+// `store` and `model` may be null. Throws tlm::Error naming what cannot be compiled.
+Plan compile_model(const Graph& graph, const Weights& weights, const CompileOptions& options,
+                   const RecordStore* store, ScheduleModel* model);
+
+}  // namespace tlm
