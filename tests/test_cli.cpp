@@ -124,7 +124,9 @@ TEST(Cli, CorpusPretrainImproveAndResume) {
       << R"({"context": 256, "layers": 1, "d_model": 32, "heads": 2})";
   std::ofstream(dir + "/tasks.txt") << "matmul:m=32,n=32,k=32\nsoftmax:rows=16,cols=32\n";
   std::ofstream(dir + "/held.txt") << "# held out\nmatmul:m=48,n=32,k=16\n";
-  ASSERT_EQ(run_tlm("corpus -o " + dir + "/c.bin --per-task 1").exit_code, 0);
+  ASSERT_EQ(
+      run_tlm("corpus -o " + dir + "/c.bin --per-task 1 --exclude " + dir + "/held.txt").exit_code,
+      0);
   CliRun train = run_tlm("train pretrain --data " + dir + "/c.bin --run " + dir + "/pre --config " +
                          dir + "/config.json --steps 5 --models " + dir + "/m");
   ASSERT_EQ(train.exit_code, 0) << train.output;
