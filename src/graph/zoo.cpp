@@ -106,6 +106,14 @@ Graph mobile_net(const std::string& name, const ZooOptions& o, const std::vector
   return g;
 }
 
+// (expansion, kernel, stride, channels, repeats) per stage, as published.
+const std::vector<Stage> kMobileNetV2 = {{1, 3, 1, 16, 1}, {6, 3, 2, 24, 2}, {6, 3, 2, 32, 3},
+                                         {6, 3, 2, 64, 4}, {6, 3, 1, 96, 3}, {6, 3, 2, 160, 3},
+                                         {6, 3, 1, 320, 1}};
+const std::vector<Stage> kEfficientNetB0 = {{1, 3, 1, 16, 1}, {6, 3, 2, 24, 2},  {6, 5, 2, 40, 2},
+                                            {6, 3, 2, 80, 3}, {6, 5, 1, 112, 3}, {6, 5, 2, 192, 4},
+                                            {6, 3, 1, 320, 1}};
+
 struct TransformerShape {
   int64_t width, heads, ffn, layers;
   bool pre_norm, bias, gated;  // GPT-2 / LLaMA style
@@ -168,26 +176,8 @@ Graph build_zoo_model(const std::string& name, const ZooOptions& o) {
   if (o.batch < 1 || o.seq < 1 || o.layers < 0 || o.image < 32)
     throw Error("zoo: batch and seq must be >= 1, image >= 32");
   if (name == "resnet50") return resnet50(o);
-  if (name == "mobilenetv2")
-    return mobile_net(name, o,
-                      {{1, 3, 1, 16, 1},
-                       {6, 3, 2, 24, 2},
-                       {6, 3, 2, 32, 3},
-                       {6, 3, 2, 64, 4},
-                       {6, 3, 1, 96, 3},
-                       {6, 3, 2, 160, 3},
-                       {6, 3, 1, 320, 1}},
-                      false);
-  if (name == "efficientnet-b0")
-    return mobile_net(name, o,
-                      {{1, 3, 1, 16, 1},
-                       {6, 3, 2, 24, 2},
-                       {6, 5, 2, 40, 2},
-                       {6, 3, 2, 80, 3},
-                       {6, 5, 1, 112, 3},
-                       {6, 5, 2, 192, 4},
-                       {6, 3, 1, 320, 1}},
-                      true);
+  if (name == "mobilenetv2") return mobile_net(name, o, kMobileNetV2, false);
+  if (name == "efficientnet-b0") return mobile_net(name, o, kEfficientNetB0, true);
   if (name == "bert-base")
     return transformer(name, o, {768, 12, 3072, 12, false, true, false, "layernorm", "gelu"});
   if (name == "gpt2")
