@@ -1,6 +1,7 @@
 #include "measure/timing.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <numeric>
 #include <random>
@@ -18,6 +19,15 @@ void busy_wait(double seconds) {
   auto start = Clock::now();
   while (seconds_since(start) < seconds) {
   }
+}
+
+// Idle time before each timed run (TLM_TIMING_GAP_MS overrides, for experiments).
+double gap_seconds() {
+  static double gap = [] {
+    const char* env = std::getenv("TLM_TIMING_GAP_MS");
+    return env ? std::atof(env) * 1e-3 : 0.0005;
+  }();
+  return gap;
 }
 
 double median(std::vector<double> v) {
@@ -42,7 +52,7 @@ std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& k
     if (round >= options.min_runs && seconds_since(start) > budget) break;
     std::shuffle(order.begin(), order.end(), rng);
     for (size_t i : order) {
-      busy_wait(0.0005);
+      busy_wait(gap_seconds());
       auto t0 = Clock::now();
       kernels[i]();
       samples[i].push_back(seconds_since(t0) * 1e3);

@@ -2,7 +2,10 @@
 // Several kernels are timed interleaved, in a freshly shuffled order every round, so
 // they share the machine's noise instead of each getting a different moment of it.
 // Between runs the process busy-waits briefly instead of sleeping (a sleeping process
-// pays ~6 ms to wake the thread pool on this kind of machine).
+// pays ~6 ms to wake the thread pool on this kind of machine). The gap is 0.5 ms;
+// TLM_TIMING_GAP_MS overrides it for experiments. Known effect: after a oneDNN run its
+// OpenMP threads still spin, and a Halide kernel timed 0.5 ms later shares a core with
+// them (short Halide kernels' medians come out ~2x their mins; with a 5 ms gap, ~1.1x).
 #pragma once
 #include <cstdint>
 #include <functional>
