@@ -78,6 +78,9 @@ TEST(Cli, ModelCommandsRejectBadInput) {
   expect_one_line_error("train pretrain --data " + data + " --run " + dir + "/run --config " +
                             config + " --models " + dir,
                         "model config");
+  expect_one_line_error("tasks alexnet", "unknown model 'alexnet'");
+  expect_one_line_error("compile alexnet -o " + dir + "/out", "unknown model 'alexnet'");
+  expect_one_line_error("run " + dir + "/no-artifact", "no compiled model");
   std::ofstream(dir + "/registry.json") << "{not json";
   expect_one_line_error("model --models " + dir + " list", "not valid JSON");
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 
 #include "graph/partition.h"
 #include "graph/rewrites.h"
@@ -22,7 +23,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 // The schedule a task gets under the strategy, and the name of how it was chosen.
 PlanTask choose_schedule(const TaskUse& use, const CompileOptions& o, const RecordStore* store,
-                         ScheduleModel* model) {
+                         ScheduleModel* model, const Hardware& machine) {
   TaskSpec task = parse_task_spec(use.spec);
   PlanTask t{use.spec, "", "", {}, 1, use.count};
   bool any = o.strategy == "auto";
@@ -36,7 +37,7 @@ PlanTask choose_schedule(const TaskUse& use, const CompileOptions& o, const Reco
   }
   if (model && (any || o.strategy == "tlm")) {
     t.strategy = "tlm", t.checkpoint = model->info().id;
-    t.decisions = model->generate(task, detect_hardware(), {1, "greedy", 0, 1.0}).at(0).decisions;
+    t.decisions = model->generate(task, machine, {1, "greedy", 0, 1.0}).at(0).decisions;
     return t;
   }
   if (o.strategy == "store" || o.strategy == "tlm")
@@ -70,6 +71,7 @@ struct PlanBuilder {
   const Graph& g;
   Plan plan;
   std::vector<float> weights;
+  std::set<int> packed;
 
   void add_tensors(const Weights& w) {
     for (size_t t = 0; t < g.tensors().size(); ++t) {
@@ -86,6 +88,7 @@ struct PlanBuilder {
 
   // A weight a kernel reads packed: its values repacked in place, its shape changed.
   void pack_weight(int tensor, int64_t block) {
+    if (!packed.insert(tensor).second) return;  // read by several occurrences: pack once
     PlanTensor& t = plan.tensors[tensor];
     float* values = weights.data() + t.weight_offset;
     std::vector<float> plain(values, values + element_count(t.shape));
@@ -171,12 +174,14 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
   if (!p.unsupported.empty())
     throw Error("compile: " + std::to_string(p.unsupported.size()) +
                 " nodes have no task yet, e.g. " + p.unsupported.front());
-  PlanBuilder b{folded.graph, {}, {}};
+  PlanBuilder b{folded.graph, {}, {}, {}};
   b.plan.model = graph.name();
   b.plan.hardware = o.hardware;
   double graph_seconds = seconds_since(start);
   start = std::chrono::steady_clock::now();
-  for (const auto& use : p.tasks) b.plan.tasks.push_back(choose_schedule(use, o, store, model));
+  Hardware machine = detect_hardware();
+  for (const auto& use : p.tasks)
+    b.plan.tasks.push_back(choose_schedule(use, o, store, model, machine));
   double schedule_seconds = seconds_since(start);
   start = std::chrono::steady_clock::now();
   ::mkdir(o.out_dir.c_str(), 0755);
