@@ -95,13 +95,26 @@ TEST(Verify, NonFiniteAndWrongValuesFail) {
   EXPECT_FALSE(verify(inf, ref, 16).ok);
 }
 
-TEST(Timing, InterleavedReportsEveryKernel) {
+TEST(Timing, SingleKernelRunsExactlyItsCount) {
+  int a = 0;
+  auto t = time_interleaved({[&] { ++a; }}, {1, 4, 4, 0.0}, 1);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].runs, 4);
+  EXPECT_EQ(a, 5);  // one warm-up, four timed
+}
+
+TEST(Timing, InterleavedKernelsTakeTurnsInBlocks) {
   int a = 0, b = 0;
-  auto t = time_interleaved({[&] { ++a; }, [&] { ++b; }}, {1, 4, 4, 0.0}, 1);
+  TimingOptions options{1, 4, 4, 0.0};
+  options.block_runs = 3;
+  options.settle_ms = 0;
+  auto t = time_interleaved({[&] { ++a; }, [&] { ++b; }}, options, 1);
   ASSERT_EQ(t.size(), 2u);
   EXPECT_EQ(t[0].runs, 4);
-  EXPECT_EQ(a, 5);
-  EXPECT_EQ(b, 5);
+  EXPECT_EQ(t[1].runs, 4);
+  // one warm-up; turn one: 1 untimed + 3 timed; turn two: 1 untimed + the 1 timed left
+  EXPECT_EQ(a, 7);
+  EXPECT_EQ(b, 7);
 }
 
 }  // namespace

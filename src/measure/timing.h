@@ -1,11 +1,15 @@
 // Timing protocol (DESIGN.md): warm up, then time repeated runs and keep min and median.
 // Several kernels are timed interleaved, in a freshly shuffled order every round, so
 // they share the machine's noise instead of each getting a different moment of it.
-// Between runs the process busy-waits briefly instead of sleeping (a sleeping process
-// pays ~6 ms to wake the thread pool on this kind of machine). The gap is 0.5 ms;
-// TLM_TIMING_GAP_MS overrides it for experiments. Known effect: after a oneDNN run its
-// OpenMP threads still spin, and a Halide kernel timed 0.5 ms later shares a core with
-// them (short Halide kernels' medians come out ~2x their mins; with a 5 ms gap, ~1.1x).
+// Between runs the process busy-waits instead of sleeping (a sleeping process pays ~6 ms
+// to wake the thread pool on this kind of machine).
+//
+// One kernel: a 0.5 ms gap before each run (TLM_TIMING_GAP_MS overrides it).
+// Several kernels: each takes its turn as a block: a settle gap, one untimed run that
+// wakes its own thread pool, then `block_runs` timed runs back to back. The settle gap
+// is long enough for the previous kernel's idle threads to go to sleep: libgomp (which
+// oneDNN uses) spins 300k pause instructions, ~10-15 ms, after a parallel region, and a
+// kernel started inside that window shares its cores with the spinning threads.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -27,6 +31,8 @@ struct TimingOptions {
   // Search trials only: a candidate whose first (verification) run takes longer than this
   // is not timed further; its one run is its result. 0 = never cut off.
   double cutoff_ms = 0;
+  int block_runs = 3;     // several kernels: timed runs per turn
+  double settle_ms = 25;  // several kernels: idle time before each turn
 };
 
 std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& kernels,

@@ -13,11 +13,10 @@ std::string encode_request(const TaskSpec& task, const std::vector<Candidate>& c
   Json j;
   j["task"] = task.key();
   j["interleaved"] = interleaved;
-  j["timing"] = {{"warmup", timing.warmup},
-                 {"min_runs", timing.min_runs},
-                 {"max_runs", timing.max_runs},
-                 {"target_seconds", timing.target_seconds},
-                 {"cutoff_ms", timing.cutoff_ms}};
+  j["timing"] = {{"warmup", timing.warmup},       {"min_runs", timing.min_runs},
+                 {"max_runs", timing.max_runs},   {"target_seconds", timing.target_seconds},
+                 {"cutoff_ms", timing.cutoff_ms}, {"block_runs", timing.block_runs},
+                 {"settle_ms", timing.settle_ms}};
   for (const auto& c : candidates)
     j["candidates"].push_back({{"method", c.method}, {"decisions", c.decisions}});
   return j.dump();
@@ -40,8 +39,13 @@ WorkerRequest decode_request(const std::string& line) {
     r.task = parse_task_spec(j.at("task").get<std::string>());
     r.interleaved = j.at("interleaved").get<bool>();
     const Json& t = j.at("timing");
-    r.timing = {t.at("warmup").get<int>(), t.at("min_runs").get<int>(), t.at("max_runs").get<int>(),
-                t.at("target_seconds").get<double>(), t.value("cutoff_ms", 0.0)};
+    r.timing = {t.at("warmup").get<int>(),
+                t.at("min_runs").get<int>(),
+                t.at("max_runs").get<int>(),
+                t.at("target_seconds").get<double>(),
+                t.value("cutoff_ms", 0.0),
+                t.value("block_runs", TimingOptions{}.block_runs),
+                t.value("settle_ms", TimingOptions{}.settle_ms)};
     for (const auto& c : j.at("candidates"))
       r.candidates.push_back(
           {c.at("method").get<std::string>(), c.at("decisions").get<std::vector<int64_t>>()});
