@@ -3,7 +3,9 @@
 // after them are still measured.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "measure/measurer.h"
 #include "measure/timing.h"
@@ -107,7 +109,7 @@ TEST(Timing, InterleavedKernelsTakeTurnsInBlocks) {
   int a = 0, b = 0;
   TimingOptions options{1, 4, 4, 0.0};
   options.block_runs = 3;
-  options.settle_ms = 0;
+  options.settle_max_ms = 0;
   auto t = time_interleaved({[&] { ++a; }, [&] { ++b; }}, options, 1);
   ASSERT_EQ(t.size(), 2u);
   EXPECT_EQ(t[0].runs, 4);
@@ -115,6 +117,35 @@ TEST(Timing, InterleavedKernelsTakeTurnsInBlocks) {
   // one warm-up; turn one: 1 untimed + 3 timed; turn two: 1 untimed + the 1 timed left
   EXPECT_EQ(a, 7);
   EXPECT_EQ(b, 7);
+}
+
+// A kernel that leaves a thread spinning (as OpenBLAS and libgomp pools do) must not
+// share the machine with the next kernel's runs: the turn waits for the thread to idle.
+TEST(Timing, NextKernelWaitsForSpinningThreadsOfThePrevious) {
+  std::atomic<int> spinning{0};
+  std::vector<std::thread> spinners;
+  int overlapped = 0, b_runs = 0;
+  auto spin_after = [&] {
+    for (auto& s : spinners) s.join();  // one spinner at a time
+    spinners.clear();
+    spinning = 1;
+    spinners.emplace_back([&] {
+      auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      spinning = 0;
+    });
+  };
+  auto check = [&] {
+    ++b_runs;
+    overlapped += spinning.load();
+  };
+  TimingOptions options{1, 3, 3, 0.0};
+  options.block_runs = 1;
+  auto t = time_interleaved({spin_after, check}, options, 1);
+  for (auto& s : spinners) s.join();
+  EXPECT_EQ(b_runs, 7);  // one warm-up, then three turns of one untimed and one timed run
+  EXPECT_EQ(overlapped, 0);
 }
 
 }  // namespace

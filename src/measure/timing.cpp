@@ -1,10 +1,17 @@
 #include "measure/timing.h"
 
+#include <dirent.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 
 namespace tlm {
 namespace {
@@ -30,6 +37,42 @@ double gap_seconds() {
   return gap;
 }
 
+// Whether any thread of this process other than the caller is running or runnable (state
+// R in /proc/self/task/TID/stat; a thread pool that went to sleep shows S).
+bool other_threads_running() {
+  pid_t self = pid_t(syscall(SYS_gettid));
+  bool running = false;
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return false;
+  while (dirent* entry = readdir(dir)) {
+    pid_t tid = pid_t(std::atoi(entry->d_name));
+    if (tid <= 0 || tid == self) continue;
+    std::string path = "/proc/self/task/" + std::to_string(tid) + "/stat";
+    FILE* file = std::fopen(path.c_str(), "r");
+    if (!file) continue;  // the thread just exited
+    char line[512] = {0};
+    size_t n = std::fread(line, 1, sizeof line - 1, file);
+    std::fclose(file);
+    const char* close_paren = std::strrchr(line, ')');  // state follows "(comm) "
+    if (n > 0 && close_paren && close_paren[1] == ' ' && close_paren[2] == 'R') running = true;
+  }
+  closedir(dir);
+  return running;
+}
+
+// Busy-waits until no other thread of the process (thread pools spinning after the last
+// kernel) has been running for 2 ms in a row, or `max_seconds` passed.
+void wait_until_other_threads_idle(double max_seconds) {
+  auto start = Clock::now(), quiet_since = Clock::now();
+  while (seconds_since(start) < max_seconds) {
+    if (other_threads_running())
+      quiet_since = Clock::now();
+    else if (seconds_since(quiet_since) >= 0.002)
+      return;
+    busy_wait(0.0002);
+  }
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
@@ -38,11 +81,19 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-// One turn of one kernel: `gap` of idle time, `untimed` runs, then `timed` timed runs.
-void run_turn(const std::function<void()>& kernel, double gap, int untimed, int timed,
-              std::vector<double>& samples) {
+// Before a run: a fixed gap, or until the other threads are idle if `settle_max` > 0.
+void settle(double gap, double settle_max) {
+  if (settle_max > 0)
+    wait_until_other_threads_idle(settle_max);
+  else
+    busy_wait(gap);
+}
+
+// One turn of one kernel: a settle, `untimed` runs, then `timed` timed runs.
+void run_turn(const std::function<void()>& kernel, double gap, double settle_max, int untimed,
+              int timed, std::vector<double>& samples) {
   if (timed <= 0) return;
-  busy_wait(gap);
+  settle(gap, settle_max);
   for (int u = 0; u < untimed; ++u) kernel();
   for (int t = 0; t < timed; ++t) {
     auto t0 = Clock::now();
@@ -54,14 +105,17 @@ void run_turn(const std::function<void()>& kernel, double gap, int untimed, int 
 std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& kernels,
                                      const TimingOptions& options, uint64_t seed) {
   bool single = kernels.size() == 1;
-  double gap = single ? gap_seconds() : options.settle_ms * 1e-3;
+  double gap = gap_seconds(), settle_max = single ? 0 : options.settle_max_ms * 1e-3;
   int untimed = single ? 0 : 1;
   int timed = single ? 1 : std::max(1, options.block_runs);
   std::mt19937_64 rng(seed);
   std::vector<size_t> order(kernels.size());
   std::iota(order.begin(), order.end(), 0);
   for (int w = 0; w < options.warmup; ++w)
-    for (size_t i : order) kernels[i]();
+    for (size_t i : order) {
+      settle(gap, settle_max);
+      kernels[i]();
+    }
   std::vector<std::vector<double>> samples(kernels.size());
   double budget = options.target_seconds * kernels.size();
   auto start = Clock::now();
@@ -69,8 +123,8 @@ std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& k
   for (bool more = true; more;) {
     std::shuffle(order.begin(), order.end(), rng);
     for (size_t i : order)
-      run_turn(kernels[i], gap, untimed, std::min(timed, options.max_runs - runs_done(i)),
-               samples[i]);
+      run_turn(kernels[i], gap, settle_max, untimed,
+               std::min(timed, options.max_runs - runs_done(i)), samples[i]);
     bool all_min = true, all_max = true;
     for (size_t k = 0; k < kernels.size(); ++k) {
       all_min = all_min && runs_done(k) >= options.min_runs;

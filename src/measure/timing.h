@@ -5,11 +5,11 @@
 // to wake the thread pool on this kind of machine).
 //
 // One kernel: a 0.5 ms gap before each run (TLM_TIMING_GAP_MS overrides it).
-// Several kernels: each takes its turn as a block: a settle gap, one untimed run that
-// wakes its own thread pool, then `block_runs` timed runs back to back. The settle gap
-// is long enough for the previous kernel's idle threads to go to sleep: libgomp (which
-// oneDNN uses) spins 300k pause instructions, ~10-15 ms, after a parallel region, and a
-// kernel started inside that window shares its cores with the spinning threads.
+// Several kernels: each takes its turn as a block: a settle, one untimed run that wakes
+// its own thread pool, then `block_runs` timed runs back to back. The settle waits until
+// the process's other threads are idle (their per-thread CPU clocks stop advancing):
+// after a parallel region libgomp (oneDNN, PyTorch) spins ~10-15 ms and OpenBLAS ~100
+// ms, and a kernel started inside that window shares its cores with the spinning threads.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -31,8 +31,8 @@ struct TimingOptions {
   // Search trials only: a candidate whose first (verification) run takes longer than this
   // is not timed further; its one run is its result. 0 = never cut off.
   double cutoff_ms = 0;
-  int block_runs = 3;     // several kernels: timed runs per turn
-  double settle_ms = 25;  // several kernels: idle time before each turn
+  int block_runs = 3;          // several kernels: timed runs per turn
+  double settle_max_ms = 300;  // several kernels: longest wait for idle threads per turn
 };
 
 std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& kernels,

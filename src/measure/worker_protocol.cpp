@@ -13,10 +13,13 @@ std::string encode_request(const TaskSpec& task, const std::vector<Candidate>& c
   Json j;
   j["task"] = task.key();
   j["interleaved"] = interleaved;
-  j["timing"] = {{"warmup", timing.warmup},       {"min_runs", timing.min_runs},
-                 {"max_runs", timing.max_runs},   {"target_seconds", timing.target_seconds},
-                 {"cutoff_ms", timing.cutoff_ms}, {"block_runs", timing.block_runs},
-                 {"settle_ms", timing.settle_ms}};
+  j["timing"] = {{"warmup", timing.warmup},
+                 {"min_runs", timing.min_runs},
+                 {"max_runs", timing.max_runs},
+                 {"target_seconds", timing.target_seconds},
+                 {"cutoff_ms", timing.cutoff_ms},
+                 {"block_runs", timing.block_runs},
+                 {"settle_max_ms", timing.settle_max_ms}};
   for (const auto& c : candidates)
     j["candidates"].push_back({{"method", c.method}, {"decisions", c.decisions}});
   return j.dump();
@@ -45,7 +48,7 @@ WorkerRequest decode_request(const std::string& line) {
                 t.at("target_seconds").get<double>(),
                 t.value("cutoff_ms", 0.0),
                 t.value("block_runs", TimingOptions{}.block_runs),
-                t.value("settle_ms", TimingOptions{}.settle_ms)};
+                t.value("settle_max_ms", TimingOptions{}.settle_max_ms)};
     for (const auto& c : j.at("candidates"))
       r.candidates.push_back(
           {c.at("method").get<std::string>(), c.at("decisions").get<std::vector<int64_t>>()});
