@@ -106,11 +106,15 @@ TEST(Partition, TransformersDeduplicateTheirLayers) {
   EXPECT_TRUE(gated);
 }
 
-TEST(Partition, EfficientNetListsWhatNoTaskExpressesYet) {
+TEST(Partition, EfficientNetScalesChannelsInTheirOwnTask) {
   Graph g = build_zoo_model("efficientnet-b0");
   Partition p = partition_graph(g);
   expect_full_cover(g, p);
-  EXPECT_EQ(p.unsupported.size(), 16u);  // one channel_scale per MBConv block
+  EXPECT_TRUE(p.unsupported.empty());
+  int scales = 0;
+  for (const auto& t : p.tasks)
+    if (t.spec.rfind("channel_scale:", 0) == 0) scales += t.count;
+  EXPECT_EQ(scales, 16);  // one squeeze-and-excitation per MBConv block
 }
 
 std::vector<float> random_values(int64_t n, uint64_t seed) {

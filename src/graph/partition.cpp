@@ -51,6 +51,11 @@ std::string anchor_spec(const Graph& g, const Node& n) {
   }
   if (n.op == "softmax" || n.op == "layernorm" || n.op == "rmsnorm")
     return n.op + ":" + kv("rows", rows_of(in(0))) + "," + kv("cols", in(0).back());
+  if (n.op == "channel_scale") {
+    auto x = in(0);
+    return "channel_scale:" + kv("n", x[0]) + "," + kv("c", x[1]) + "," + kv("h", x[2]) + "," +
+           kv("w", x[3]);
+  }
   return "";
 }
 

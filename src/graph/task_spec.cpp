@@ -65,6 +65,7 @@ const std::vector<OpSchema>& op_schemas() {
       {"rmsnorm", {{"rows", ""}, {"cols", ""}}},
       {"reduce", {{"kind", "sum", {"sum", "mean", "max"}}, {"rows", ""}, {"cols", ""}}},
       {"elementwise", {{"rows", ""}, {"cols", ""}}},
+      {"channel_scale", {{"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}}},
   };
   return schemas;
 }

@@ -344,6 +344,18 @@ TaskPipeline build_elementwise(PipelineBuilder& b) {
   return b.finish(double(rows) * cols * std::max<size_t>(1, t.epilogue.size()), 1);
 }
 
+// channel_scale: X [n, c, h, w] times S [n, c], one factor per image and channel (the
+// excitation of a squeeze-and-excitation block).
+TaskPipeline build_channel_scale(PipelineBuilder& b) {
+  const TaskSpec& t = b.task();
+  int64_t n = t.get("n"), c = t.get("c"), h = t.get("h"), w = t.get("w");
+  ImageParam X = b.input("X", {n, c, h, w});
+  ImageParam S = b.input("S", {n, c});
+  auto vars = make_vars({"x", "y", "c", "n"});
+  b.add_output(X(vars[0], vars[1], vars[2], vars[3]) * S(vars[2], vars[3]), vars, {n, c, h, w}, 2);
+  return b.finish(double(n) * c * h * w * (1 + t.epilogue.size()), 1);
+}
+
 }  // namespace
 
 TaskPipeline build_task_pipeline(const TaskSpec& task, int64_t weight_block) {
@@ -358,6 +370,7 @@ TaskPipeline build_task_pipeline(const TaskSpec& task, int64_t weight_block) {
   if (op == "softmax" || op == "layernorm" || op == "rmsnorm") return build_row_op(b);
   if (op == "reduce") return build_reduce(b);
   if (op == "elementwise") return build_elementwise(b);
+  if (op == "channel_scale") return build_channel_scale(b);
   throw Error("no Halide algorithm for op '" + op + "'");
 }
 

@@ -1,0 +1,39 @@
+// TorchGraph: a graph IR model run by PyTorch (libtorch, eager, inference mode) with the
+// same weights as the compiled model: the whole-model peer of `tlm bench model` and the
+// reference of end-to-end tests. Each node maps to the operator a PyTorch model would
+// call (conv2d, linear with [N, K] weights, bmm, batch_norm in eval mode, pools,
+// softmax, layer_norm, gelu in its tanh form, ...), so timing it is timing PyTorch.
+//
+// Threads: PyTorch's intra-op pool (OpenMP) and OpenBLAS's pool are set apart, because
+// on a small machine they fight over the cores (DESIGN.md); `tlm bench model` measures
+// both settings and compares against the better one.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/weights.h"
+
+namespace tlm {
+
+class TorchGraph {
+ public:
+  // Throws tlm::Error for an operator PyTorch is not given here.
+  TorchGraph(const Graph& graph, const Weights& weights);
+  ~TorchGraph();
+
+  // Runs on `inputs` (one per graph input, row-major) and returns the outputs.
+  std::vector<std::vector<float>> run(const std::vector<std::vector<float>>& inputs);
+  // For timing: keep `inputs`, then run on them without copying them in or out.
+  void set_inputs(const std::vector<std::vector<float>>& inputs);
+  void run_kept();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// PyTorch's intra-op threads and OpenBLAS's threads (0 leaves OpenBLAS's own default).
+void set_torch_threads(int intra_op, int openblas);
+
+}  // namespace tlm

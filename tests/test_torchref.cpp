@@ -1,0 +1,113 @@
+// PyTorch (libtorch) runs the graph IR with the same weights and computes what the plain
+// interpreter computes; compiled zoo models match PyTorch's outputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "graph/interpreter.h"
+#include "graph/zoo.h"
+#include "runtime/runtime.h"
+#include "torchref/torch_graph.h"
+#include "tune/compile.h"
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+std::vector<float> random_input(const Graph& graph, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> input(size_t(element_count(graph.shape(graph.inputs()[0]))));
+  for (float& x : input) x = normal(rng);
+  return input;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& expected,
+                  double relative) {
+  ASSERT_EQ(got.size(), expected.size());
+  double scale = 0;
+  for (float v : expected) scale = std::max(scale, double(std::fabs(v)));
+  ASSERT_GT(scale, 0);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected[i], relative * scale) << i;
+}
+
+// Every operator of the IR, in one small graph.
+Graph every_operator_graph() {
+  Graph g("every-op", 3);
+  int x = g.input("x", {1, 4, 8, 8});
+  int c = g.add("conv2d", {x, g.constant("w", {8, 4, 3, 3}), g.constant("b", {8})},
+                {{"stride", {1}}, {"pad", {1}}});
+  c = g.add("batchnorm", {c, g.constant("bn_s", {8}), g.constant("bn_t", {8})});
+  c = g.add("relu6", {c});
+  int d = g.add("conv2d", {c, g.constant("dw", {8, 1, 3, 3})},
+                {{"stride", {2}}, {"pad", {1}}, {"groups", {8}}});
+  d = g.add("silu", {d});
+  int pooled = g.add("global_avgpool", {d});
+  d = g.add("channel_scale", {d, g.add("sigmoid", {pooled})});
+  d = g.add("maxpool",
+            {
+                d,
+            },
+            {{"r", {2}}, {"stride", {2}}});
+  d = g.add("avgpool", {d}, {{"r", {3}}, {"stride", {1}}, {"pad", {1}}});
+  int rows = g.add("reshape", {d}, {{"shape", {1, 8, 4}}});
+  rows = g.add("transpose", {rows}, {{"perm", {0, 2, 1}}});
+  int h = g.add("dense", {rows, g.constant("fc", {8, 16}), g.constant("fc_b", {16})});
+  h = g.add("gelu", {h});
+  h = g.add("layernorm", {h, g.constant("ln_g", {16}), g.constant("ln_b", {16})});
+  int t = g.add("tanh", {h});
+  h = g.add("add", {h, g.add("mul", {t, h})});
+  h = g.add("rmsnorm", {h, g.constant("rms_g", {16})});
+  int scores = g.add("batch_matmul", {h, g.add("transpose", {h}, {{"perm", {0, 2, 1}}})});
+  g.mark_output(g.add("softmax", {g.add("relu", {scores})}));
+  return g;
+}
+
+TEST(TorchGraph, EveryOperatorMatchesTheInterpreter) {
+  Graph graph = every_operator_graph();
+  Weights weights = draw_weights(graph);
+  auto input = random_input(graph, 1);
+  auto expected = interpret(graph, weights, {input})[graph.outputs()[0]];
+  TorchGraph torch_graph(graph, weights);
+  expect_close(torch_graph.run({input}).at(0), expected, 1e-4);
+  EXPECT_THROW(torch_graph.run({}), Error);
+  EXPECT_THROW(torch_graph.run({{1.0f, 2.0f}}), Error);
+}
+
+void expect_compiled_matches_torch(const std::string& name, const ZooOptions& zoo) {
+  Graph graph = build_zoo_model(name, zoo);
+  Weights weights = draw_weights(graph);
+  std::string dir = ::testing::TempDir() + "tlm_torchref_" + name + std::to_string(getpid());
+  CompileOptions options;
+  options.out_dir = dir;
+  options.strategy = "mullapudi2016";
+  options.hardware = "test-hardware";
+  options.progress = false;
+  compile_model(graph, weights, options, nullptr, nullptr);
+  auto input = random_input(graph, 2);
+  auto expected = TorchGraph(graph, weights).run({input}).at(0);
+  auto got = CompiledModel::load(dir)->run({input}).at(0);
+  expect_close(got, expected, 1e-3);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(CompiledVsTorch, ResNet50) {
+  expect_compiled_matches_torch("resnet50", {1, 128, 0, 32});
+}
+TEST(CompiledVsTorch, MobileNetV2) {
+  expect_compiled_matches_torch("mobilenetv2", {1, 128, 0, 32});
+}
+TEST(CompiledVsTorch, EfficientNetB0) {
+  expect_compiled_matches_torch("efficientnet-b0", {1, 128, 0, 32});
+}
+TEST(CompiledVsTorch, BertBase) {
+  expect_compiled_matches_torch("bert-base", {1, 16, 2, 224});
+}
+TEST(CompiledVsTorch, Gpt2) {
+  expect_compiled_matches_torch("gpt2", {1, 16, 2, 224});
+}
+
+}  // namespace
+}  // namespace tlm
