@@ -11,6 +11,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev googletest
   python3 python3-matplotlib
+  python3-torch python3-torchvision  # ONNX fixtures of the end-to-end tests (torchvision export)
 )
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: run as root (apt-get needs it)" >&2

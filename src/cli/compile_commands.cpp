@@ -9,9 +9,10 @@
 #include <memory>
 #include <random>
 
-#include "graph/zoo.h"
+#include "graph/model_source.h"
 #include "model/registry.h"
 #include "runtime/runtime.h"
+#include "tune/bench_model.h"
 #include "tune/compile.h"
 #include "util/error.h"
 
@@ -24,19 +25,36 @@ struct CompileFlags {
   ZooOptions zoo;
 };
 
+// Where schedules come from: the record store (when the file exists) and the model
+// (the named checkpoint, else the registry's default when there is one).
+struct ScheduleSources {
+  std::unique_ptr<RecordStore> store;
+  std::unique_ptr<ScheduleModel> model;
+};
+
+ScheduleSources open_schedule_sources(const CompileFlags& f) {
+  ScheduleSources sources;
+  std::ifstream probe(f.db);
+  if (probe) sources.store = std::make_unique<RecordStore>(f.db);
+  if (!f.checkpoint.empty() || Registry(f.models_dir).default_id() != "")
+    sources.model = ScheduleModel::load(resolve_model(f.checkpoint, f.models_dir));
+  return sources;
+}
+
+void add_zoo_options(CLI::App* command, ZooOptions& zoo) {
+  command->add_option("--batch", zoo.batch, "batch size");
+  command->add_option("--seq", zoo.seq, "sequence length (transformers)");
+  command->add_option("--layers", zoo.layers, "blocks (transformers)");
+  command->add_option("--image", zoo.image, "image size (convolutional networks)");
+}
+
 void run_compile(CompileFlags f) {
   auto start = std::chrono::steady_clock::now();
-  Graph graph = build_zoo_model(f.model, f.zoo);
-  Weights weights = draw_weights(graph);
-  std::unique_ptr<RecordStore> store;
-  std::ifstream probe(f.db);
-  if (probe) store = std::make_unique<RecordStore>(f.db);
-  std::unique_ptr<ScheduleModel> model;
-  if (!f.checkpoint.empty() || Registry(f.models_dir).default_id() != "")
-    model = ScheduleModel::load(resolve_model(f.checkpoint, f.models_dir));
+  auto [graph, weights] = load_model_source(f.model, f.zoo);
+  ScheduleSources sources = open_schedule_sources(f);
   f.options.out_dir = f.out;
   f.options.hardware = detect_hardware().fingerprint();
-  Plan plan = compile_model(graph, weights, f.options, store.get(), model.get());
+  Plan plan = compile_model(graph, weights, f.options, sources.store.get(), sources.model.get());
   std::map<std::string, int> strategies;
   for (const auto& t : plan.tasks) strategies[t.strategy] += 1;
   std::printf("%s -> %s: %zu tasks, %zu steps, %.1f s\n", f.model.c_str(), f.out.c_str(),
@@ -113,12 +131,63 @@ void run_model(const RunFlags& f) {
   if (f.report) print_report(timings);
 }
 
+struct BenchModelFlags {
+  std::vector<std::string> models;
+  std::string json = "bench/results/bench_model.json";
+  CompileFlags compile;
+  ModelBenchOptions options;
+};
+
+void run_bench_models(BenchModelFlags f, const std::string& exe) {
+  ScheduleSources sources = open_schedule_sources(f.compile);
+  f.options.exe = exe;
+  f.options.zoo = f.compile.zoo;
+  f.options.compile = f.compile.options;
+  f.options.compile.hardware = detect_hardware().fingerprint();
+  std::vector<ModelBenchRow> rows;
+  for (size_t i = 0; i < f.models.size(); ++i) {
+    std::fprintf(stderr, "[%zu/%zu] %s\n", i + 1, f.models.size(), f.models[i].c_str());
+    rows.push_back(bench_model(f.models[i], f.options, sources.store.get(), sources.model.get()));
+    std::printf("%s", format_model_bench_table({rows.back()}).c_str());
+    std::fflush(stdout);
+    write_model_bench_json(f.json, rows);
+  }
+  if (rows.size() > 1) std::printf("\n%s", format_model_bench_table(rows).c_str());
+}
+
+void add_bench_model_command(CLI::App& app, const std::string& exe) {
+  auto f = std::make_shared<BenchModelFlags>();
+  auto* bench = app.get_subcommand("bench")->add_subcommand(
+      "model", "compiled model against PyTorch (same weights), interleaved, with peak memory");
+  bench->add_option("models", f->models, "zoo names or .onnx paths")->required();
+  bench->add_option("--json", f->json, "results as JSON");
+  bench->add_option("--out", f->options.out_dir, "folder for the compiled artifacts");
+  bench->add_option("--strategy", f->compile.options.strategy,
+                    "auto|store|tlm|reference|adams2019|mullapudi2016");
+  bench->add_option("--db", f->compile.db, "record store for the store strategy");
+  bench->add_option("--model", f->compile.checkpoint, "checkpoint (default: the registry's)");
+  bench->add_option("--models", f->compile.models_dir, "models directory");
+  add_zoo_options(bench, f->compile.zoo);
+  bench->callback([f, exe] { run_bench_models(*f, exe); });
+  auto probe = std::make_shared<std::pair<std::vector<std::string>, ZooOptions>>();
+  auto* memory = app.add_subcommand("memory-probe", "internal: peak memory of one side");
+  memory->add_option("side_and_source", probe->first)->expected(2)->required();
+  add_zoo_options(memory, probe->second);
+  memory->group("");
+  memory->callback([probe] { run_memory_probe(probe->first[0], probe->first[1], probe->second); });
+}
+
 }  // namespace
 
-void add_compile_commands(CLI::App& app) {
+void add_compile_commands(CLI::App& app, const std::string& exe) {
+  add_bench_model_command(app, exe);
   auto cf = std::make_shared<CompileFlags>();
-  auto* compile = app.add_subcommand("compile", "compile a zoo model to an artifact folder");
-  compile->add_option("model", cf->model, "resnet50|mobilenetv2|bert-base|gpt2|llama-7b")
+  auto* compile =
+      app.add_subcommand("compile", "compile a zoo model or an ONNX file to an artifact folder");
+  compile
+      ->add_option("model", cf->model,
+                   "zoo name (resnet50|mobilenetv2|efficientnet-b0|bert-base|gpt2|llama-7b) "
+                   "or a path to an .onnx file")
       ->required();
   compile->add_option("-o,--out", cf->out, "artifact folder")->required();
   compile->add_option("--strategy", cf->options.strategy,
@@ -126,10 +195,7 @@ void add_compile_commands(CLI::App& app) {
   compile->add_option("--db", cf->db, "record store for the store strategy");
   compile->add_option("--model", cf->checkpoint, "checkpoint (default: the registry's)");
   compile->add_option("--models", cf->models_dir, "models directory");
-  compile->add_option("--batch", cf->zoo.batch, "batch size");
-  compile->add_option("--seq", cf->zoo.seq, "sequence length (transformers)");
-  compile->add_option("--layers", cf->zoo.layers, "blocks (transformers)");
-  compile->add_option("--image", cf->zoo.image, "image size (convolutional networks)");
+  add_zoo_options(compile, cf->zoo);
   compile->callback([cf] { run_compile(*cf); });
   auto rf = std::make_shared<RunFlags>();
   auto* run = app.add_subcommand("run", "run a compiled model");

@@ -7,8 +7,8 @@
 
 #include "cli/compile_commands.h"
 #include "cli/model_commands.h"
+#include "graph/model_source.h"
 #include "graph/partition.h"
-#include "graph/zoo.h"
 #include "lang/sentence.h"
 #include "lang/vocabulary.h"
 #include "measure/measurer.h"
@@ -167,7 +167,7 @@ void add_improve_command(CLI::App& app, ImproveFlags& f, CommonFlags& flags) {
 
 // A zoo model's tasks: count, FLOPs and share of the model's FLOPs, largest first.
 void print_tasks(const std::string& model, const ZooOptions& zoo) {
-  Graph graph = build_zoo_model(model, zoo);
+  Graph graph = load_model_graph(model, zoo);
   Partition partition = partition_graph(graph);
   struct Row {
     double flops;
@@ -263,7 +263,7 @@ int run(int argc, char** argv) {
   std::vector<std::string> words(argv, argv + argc);
   add_model_commands(app, join(words, " "));
   add_improve_command(app, f.improve, f.common);
-  add_compile_commands(app);
+  add_compile_commands(app, self_exe());
   c.worker = app.add_subcommand("worker", "internal: isolated measurement worker");
   c.worker->add_option("--threads", f.common.threads);
   c.worker->group("");

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -46,11 +47,17 @@ PlanTask choose_schedule(const TaskUse& use, const CompileOptions& o, const Reco
   return t;
 }
 
+void make_folder(const std::string& path) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  if (error) throw Error("compile: cannot create folder '" + path + "': " + error.message());
+}
+
 // Builds every distinct task's kernel into <out>/obj and links them into model.so.
 void build_library(const Partition& p, std::vector<PlanTask>& tasks, const std::string& out,
                    bool progress) {
   std::string obj = out + "/obj";
-  ::mkdir(obj.c_str(), 0755);
+  make_folder(obj);
   std::string objects;
   for (size_t i = 0; i < tasks.size(); ++i) {
     std::string path = obj + "/task" + std::to_string(i) + ".o";
@@ -184,7 +191,7 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
     b.plan.tasks.push_back(choose_schedule(use, o, store, model, machine));
   double schedule_seconds = seconds_since(start);
   start = std::chrono::steady_clock::now();
-  ::mkdir(o.out_dir.c_str(), 0755);
+  make_folder(o.out_dir);
   build_library(p, b.plan.tasks, o.out_dir, o.progress);
   double build_seconds = seconds_since(start);
   b.add_tensors(folded.weights);

@@ -1,0 +1,197 @@
+#include "tune/bench_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "graph/model_source.h"
+#include "runtime/runtime.h"
+#include "torchref/torch_graph.h"
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+std::vector<std::vector<float>> seeded_inputs(const Graph& graph) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::vector<float>> inputs;
+  for (int t : graph.inputs()) {
+    std::vector<float> v(size_t(element_count(graph.shape(t))));
+    for (float& x : v) x = normal(rng);
+    inputs.push_back(std::move(v));
+  }
+  return inputs;
+}
+
+double relative_error(const std::vector<float>& got, const std::vector<float>& expected) {
+  if (got.size() != expected.size()) return INFINITY;
+  double scale = 0, worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    scale = std::max(scale, double(std::fabs(expected[i])));
+    worst = std::max(worst, double(std::fabs(got[i] - expected[i])));
+  }
+  return scale > 0 ? worst / scale : worst;
+}
+
+// Resident set size and its peak so far, in MB (/proc/self/status VmRSS, VmHWM).
+std::pair<double, double> rss_mb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  double rss = 0, peak = 0;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) rss = std::atof(line.c_str() + 6) / 1024;
+    if (line.rfind("VmHWM:", 0) == 0) peak = std::atof(line.c_str() + 6) / 1024;
+  }
+  return {rss, peak};
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs a memory probe in a fresh process; returns its peak less its starting RSS, in MB.
+double probe_memory(const ModelBenchOptions& options, const std::string& side,
+                    const std::string& source) {
+  const ZooOptions& z = options.zoo;
+  std::string command = shell_quote(options.exe) + " memory-probe " + side + " " +
+                        shell_quote(source) + " --batch " + std::to_string(z.batch) + " --seq " +
+                        std::to_string(z.seq) + " --layers " + std::to_string(z.layers) +
+                        " --image " + std::to_string(z.image) + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) throw Error("bench model: cannot start a memory probe");
+  char line[512];
+  double before = -1, peak = -1;
+  std::string last;
+  while (std::fgets(line, sizeof line, pipe)) {
+    if (std::sscanf(line, "rss_mb %lf %lf", &before, &peak) != 2) last = line;
+  }
+  int status = pclose(pipe);
+  if (status != 0 || peak < 0)
+    throw Error("bench model: the " + side + " memory probe failed: " + last);
+  return peak - before;
+}
+
+}  // namespace
+
+const Timing& ModelBenchRow::torch_best() const {
+  return torch_blas1.median_ms <= torch_default.median_ms ? torch_blas1 : torch_default;
+}
+
+ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& options,
+                          const RecordStore* store, ScheduleModel* schedule_model) {
+  ModelBenchRow row;
+  row.model = model;
+  auto start = std::chrono::steady_clock::now();
+  WeightedGraph source = load_model_source(model, options.zoo);
+  std::string name = is_onnx_path(model) ? source.graph.name() : model;
+  CompileOptions compile = options.compile;
+  compile.out_dir = options.out_dir + "/" + name;
+  Plan plan = compile_model(source.graph, source.weights, compile, store, schedule_model);
+  row.compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const auto& t : plan.tasks) row.strategies[t.strategy] += 1;
+
+  auto compiled = CompiledModel::load(compile.out_dir);
+  TorchGraph torch_graph(source.graph, source.weights);
+  auto inputs = seeded_inputs(source.graph);
+  set_torch_threads(2, 1);
+  row.relative_error = relative_error(compiled->run(inputs).at(0), torch_graph.run(inputs).at(0));
+  torch_graph.set_inputs(inputs);
+
+  TimingOptions timing;
+  timing.warmup = 1;
+  timing.min_runs = 10;
+  timing.max_runs = 40;
+  timing.target_seconds = 3;
+  auto t = time_interleaved({[&] { compiled->run(inputs); },
+                             [&] {
+                               set_torch_threads(2, 1);
+                               torch_graph.run_kept();
+                             },
+                             [&] {
+                               set_torch_threads(2, 0);
+                               torch_graph.run_kept();
+                             }},
+                            timing, 11);
+  row.compiled = t[0];
+  row.torch_blas1 = t[1];
+  row.torch_default = t[2];
+  row.compiled_mb = probe_memory(options, "compiled", compile.out_dir);
+  row.torch_mb = probe_memory(options, "torch", model);
+  return row;
+}
+
+void run_memory_probe(const std::string& side, const std::string& source, const ZooOptions& zoo) {
+  double before = rss_mb().first;
+  if (side == "compiled") {
+    auto compiled = CompiledModel::load(source);
+    std::vector<std::vector<float>> inputs;
+    for (int t : compiled->plan().inputs) {
+      int64_t n = 1;
+      for (int64_t e : compiled->plan().tensors[t].shape) n *= e;
+      inputs.push_back(std::vector<float>(size_t(n), 0.5f));
+    }
+    for (int i = 0; i < 2; ++i) compiled->run(inputs);
+  } else if (side == "torch") {
+    WeightedGraph model = load_model_source(source, zoo);
+    auto inputs = seeded_inputs(model.graph);
+    set_torch_threads(2, 1);
+    TorchGraph torch_graph(model.graph, model.weights);
+    model.weights.clear();  // PyTorch holds its own copy now, as a loaded model would
+    for (int i = 0; i < 2; ++i) torch_graph.run(inputs);
+  } else {
+    throw Error("memory-probe: side must be compiled or torch, not '" + side + "'");
+  }
+  std::printf("rss_mb %.1f %.1f\n", before, rss_mb().second);
+}
+
+std::string format_model_bench_table(const std::vector<ModelBenchRow>& rows) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-16s %9s %11s %11s %11s %11s %8s %9s %9s %7s %8s\n", "model",
+                "compile_s", "tlm_med_ms", "tlm_min_ms", "pt_med_ms", "pt_min_ms", "speedup",
+                "tlm_MB", "pt_MB", "mem", "rel_err");
+  out += line;
+  for (const auto& r : rows) {
+    const Timing& pt = r.torch_best();
+    std::snprintf(line, sizeof line,
+                  "%-16s %9.1f %11.2f %11.2f %11.2f %11.2f %7.2fx %9.1f %9.1f %6.2fx %8.1e\n",
+                  r.model.c_str(), r.compile_seconds, r.compiled.median_ms, r.compiled.min_ms,
+                  pt.median_ms, pt.min_ms, pt.median_ms / r.compiled.median_ms, r.compiled_mb,
+                  r.torch_mb, r.compiled_mb / r.torch_mb, r.relative_error);
+    out += line;
+  }
+  return out;
+}
+
+void write_model_bench_json(const std::string& path, const std::vector<ModelBenchRow>& rows) {
+  auto timing = [](const Timing& t) {
+    return nlohmann::json{{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"runs", t.runs}};
+  };
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& r : rows)
+    j.push_back({{"model", r.model},
+                 {"compile_seconds", r.compile_seconds},
+                 {"strategies", r.strategies},
+                 {"compiled", timing(r.compiled)},
+                 {"torch_openblas1", timing(r.torch_blas1)},
+                 {"torch_default", timing(r.torch_default)},
+                 {"speedup_vs_torch_median", r.torch_best().median_ms / r.compiled.median_ms},
+                 {"speedup_vs_torch_min", r.torch_best().min_ms / r.compiled.min_ms},
+                 {"relative_error", r.relative_error},
+                 {"compiled_peak_mb", r.compiled_mb},
+                 {"torch_peak_mb", r.torch_mb}});
+  std::ofstream out(path);
+  if (!out) throw Error("cannot write '" + path + "'");
+  out << j.dump(2) << "\n";
+}
+
+}  // namespace tlm

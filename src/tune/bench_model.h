@@ -1,0 +1,50 @@
+// Benchmark of whole models: the compiled artifact against PyTorch (libtorch, eager,
+// same weights, same input, same two threads), timed interleaved in one process.
+//
+// PyTorch is measured in two thread settings, because its OpenBLAS pool and its OpenMP
+// intra-op pool fight over a small machine's cores: OpenBLAS at one thread, and
+// OpenBLAS at its default; the comparison is against the better of the two.
+// Peak memory is each side's own: a fresh `tlm` process loads and runs only that side,
+// and its peak resident set (VmHWM) less its resident set before loading is reported.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/zoo.h"
+#include "measure/timing.h"
+#include "model/schedule_model.h"
+#include "store/record_store.h"
+#include "tune/compile.h"
+
+namespace tlm {
+
+struct ModelBenchOptions {
+  std::string out_dir = "bench/results/models";  // artifacts go to <out_dir>/<model>
+  std::string exe;                               // the tlm executable, for memory probes
+  CompileOptions compile;                        // strategy, hardware (out_dir is set per model)
+  ZooOptions zoo;
+};
+
+struct ModelBenchRow {
+  std::string model;
+  double compile_seconds = 0;
+  std::map<std::string, int> strategies;  // how many tasks each strategy scheduled
+  Timing compiled, torch_blas1, torch_default;
+  double relative_error = 0;  // max |compiled - torch| / max |torch|
+  double compiled_mb = 0, torch_mb = 0;
+
+  const Timing& torch_best() const;
+};
+
+ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& options,
+                          const RecordStore* store, ScheduleModel* schedule_model);
+std::string format_model_bench_table(const std::vector<ModelBenchRow>& rows);
+void write_model_bench_json(const std::string& path, const std::vector<ModelBenchRow>& rows);
+
+// The child side of a memory probe (`tlm memory-probe`): loads and runs one side of the
+// benchmark (`side` is "compiled" with `source` an artifact folder, or "torch" with
+// `source` a model) twice and prints "rss_mb BEFORE PEAK".
+void run_memory_probe(const std::string& side, const std::string& source, const ZooOptions& zoo);
+
+}  // namespace tlm
