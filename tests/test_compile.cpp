@@ -4,12 +4,15 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 #include "graph/interpreter.h"
 #include "graph/partition.h"
 #include "graph/rewrites.h"
 #include "graph/zoo.h"
+#include "runtime/memory_plan.h"
 #include "runtime/runtime.h"
 #include "space/schedule_space.h"
 #include "tune/compile.h"
@@ -93,15 +96,95 @@ TEST(Compile, BertLayerMatchesTheInterpreter) {
   expect_compiled_matches_interpreter("bert-base", {1, 16, 1, 224});
 }
 
+// A plan of `steps` kernel steps over activations of random sizes, each step reading the
+// previous output and sometimes one from further back (a skip connection).
+Plan random_plan(std::mt19937_64& rng, int steps) {
+  Plan plan;
+  plan.tensors.push_back({"input", {64}, "input"});
+  plan.inputs = {0};
+  for (int s = 0; s < steps; ++s) {
+    int64_t size = 1 + int64_t(rng() % 5000);
+    plan.tensors.push_back({"t" + std::to_string(s), {size}, "activation"});
+    int out = int(plan.tensors.size()) - 1;
+    std::vector<int> inputs = {out - 1};
+    if (out > 2 && rng() % 3 == 0) inputs.push_back(1 + int(rng() % (out - 1)));
+    plan.steps.push_back({"kernel", "f", "task", inputs, out, {}, {}});
+  }
+  plan.outputs = {int(plan.tensors.size()) - 1};
+  return plan;
+}
+
+TEST(MemoryPlan, RandomPlansNeverShareLiveMemory) {
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 300; ++trial) {
+    Plan plan = random_plan(rng, 2 + int(rng() % 40));
+    plan_memory(plan);
+    EXPECT_NO_THROW(check_memory_plan(plan));
+    EXPECT_LE(plan.arena_floats, activation_floats(plan) + 16 * int64_t(plan.tensors.size()));
+  }
+}
+
+TEST(MemoryPlan, AChainNeedsOnlyTwoBuffers) {
+  Plan plan;
+  plan.tensors.push_back({"x", {1000}, "input"});
+  plan.inputs = {0};
+  for (int s = 0; s < 10; ++s) {
+    plan.tensors.push_back({"t" + std::to_string(s), {1000}, "activation"});
+    plan.steps.push_back({"kernel", "f", "task", {s}, s + 1, {}, {}});
+  }
+  plan.outputs = {10};
+  plan_memory(plan);
+  EXPECT_LE(plan.arena_floats, 2 * 1008);
+  plan.tensors[2].arena_offset = plan.tensors[1].arena_offset;  // corrupt: 1 and 2 are both live
+  EXPECT_THROW(check_memory_plan(plan), Error);
+}
+
+TEST(Compile, ResNet50ArenaIsFarBelowTheSumOfActivations) {
+  ZooOptions small;
+  small.image = 64;
+  Graph graph = build_zoo_model("resnet50", small);
+  std::string dir = fresh_dir("arena");
+  CompileOptions options;
+  options.out_dir = dir;
+  options.strategy = "reference";
+  options.hardware = "test-hardware";
+  options.progress = false;
+  Plan plan = compile_model(graph, draw_weights(graph), options, nullptr, nullptr);
+  EXPECT_LT(plan.arena_floats * 5, activation_floats(plan));
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 TEST(Compile, BrokenArtifactsAreErrors) {
   EXPECT_THROW(CompiledModel::load("/nonexistent/artifact"), Error);
   ZooOptions small;
   small.image = 32;
   CompileOptions options;
-  options.out_dir = fresh_dir("effnet");
+  options.out_dir = fresh_dir("broken");
+  options.strategy = "reference";
   options.progress = false;
-  Graph effnet = build_zoo_model("efficientnet-b0", small);
-  EXPECT_THROW(compile_model(effnet, draw_weights(effnet), options, nullptr, nullptr), Error);
+  Graph graph = build_zoo_model("mobilenetv2", small);
+  compile_model(graph, draw_weights(graph), options, nullptr, nullptr);
+  std::string plan_path = options.out_dir + "/plan.json", plan = read_text(plan_path);
+  ASSERT_NO_THROW(CompiledModel::load(options.out_dir));
+  write_text(plan_path, plan.substr(0, plan.size() / 2));  // cut short
+  EXPECT_THROW(CompiledModel::load(options.out_dir), Error);
+  std::string squeezed = plan;  // an arena too small for its activations
+  size_t at = squeezed.find("\"arena_floats\": ");
+  ASSERT_NE(at, std::string::npos);
+  squeezed.replace(at, squeezed.find_first_of(",\n}", at) - at, "\"arena_floats\": 10");
+  write_text(plan_path, squeezed);
+  EXPECT_THROW(CompiledModel::load(options.out_dir), Error);
+  write_text(plan_path, plan);
+  std::remove((options.out_dir + "/model.so").c_str());
+  EXPECT_THROW(CompiledModel::load(options.out_dir), Error);
 }
 
 }  // namespace

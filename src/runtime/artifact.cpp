@@ -18,7 +18,8 @@ void write_plan(const std::string& path, const Plan& plan) {
                             {"shape", t.shape},
                             {"kind", t.kind},
                             {"view_of", t.view_of},
-                            {"weight_offset", t.weight_offset}});
+                            {"weight_offset", t.weight_offset},
+                            {"arena_offset", t.arena_offset}});
   for (const auto& s : plan.steps)
     j["steps"].push_back({{"kind", s.kind},
                           {"function", s.function},
@@ -29,6 +30,7 @@ void write_plan(const std::string& path, const Plan& plan) {
                           {"shapes", s.shapes}});
   j["inputs"] = plan.inputs;
   j["outputs"] = plan.outputs;
+  j["arena_floats"] = plan.arena_floats;
   for (const auto& t : plan.tasks)
     j["tasks"].push_back({{"spec", t.spec},
                           {"strategy", t.strategy},
@@ -57,6 +59,7 @@ Plan read_plan(const std::string& path) {
       pt.kind = t.at("kind").get<std::string>();
       pt.view_of = t.at("view_of").get<int>();
       pt.weight_offset = t.at("weight_offset").get<int64_t>();
+      pt.arena_offset = t.at("arena_offset").get<int64_t>();
       plan.tensors.push_back(pt);
     }
     for (const auto& s : j.at("steps")) {
@@ -72,6 +75,7 @@ Plan read_plan(const std::string& path) {
     }
     plan.inputs = j.at("inputs").get<std::vector<int>>();
     plan.outputs = j.at("outputs").get<std::vector<int>>();
+    plan.arena_floats = j.at("arena_floats").get<int64_t>();
     for (const auto& t : j.value("tasks", Json::array())) {
       PlanTask pt;
       pt.spec = t.at("spec").get<std::string>();

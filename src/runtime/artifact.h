@@ -18,6 +18,7 @@ struct PlanTensor {
   std::string kind;           // input | weight | activation | view
   int view_of = -1;           // view: the tensor whose memory it reinterprets
   int64_t weight_offset = 0;  // weight: offset in weights.bin, in floats
+  int64_t arena_offset = 0;   // activation: offset in the activation arena, in floats
 };
 
 struct PlanStep {
@@ -43,6 +44,7 @@ struct Plan {
   std::vector<PlanTensor> tensors;
   std::vector<PlanStep> steps;
   std::vector<int> inputs, outputs;
+  int64_t arena_floats = 0;  // every activation lives in one arena (memory_plan.h)
   std::vector<PlanTask> tasks;
   std::vector<std::pair<std::string, double>> compile_seconds;  // phase -> seconds
 };

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <fstream>
 
+#include "runtime/memory_plan.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -99,6 +100,7 @@ std::unique_ptr<CompiledModel> CompiledModel::load(const std::string& dir) {
   m->plan_ = read_plan(dir + "/plan.json");
   m->weights_ = read_weights(dir + "/weights.bin");
   check_plan(m->plan_, m->weights_.size());
+  check_memory_plan(m->plan_);
   m->library_ = dlopen((dir + "/model.so").c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!m->library_) throw Error("cannot load '" + dir + "/model.so': " + dlerror());
   using SetHandler = halide_error_handler_t (*)(halide_error_handler_t);
@@ -113,11 +115,10 @@ std::unique_ptr<CompiledModel> CompiledModel::load(const std::string& dir) {
     m->functions_.push_back(fn);
   }
   m->storage_.resize(m->plan_.tensors.size());
-  for (size_t t = 0; t < m->plan_.tensors.size(); ++t) {
-    const auto& kind = m->plan_.tensors[t].kind;
-    if (kind == "input" || kind == "activation")
+  for (size_t t = 0; t < m->plan_.tensors.size(); ++t)
+    if (m->plan_.tensors[t].kind == "input")
       m->storage_[t].assign(size_t(count(m->plan_.tensors[t].shape)), 0.0f);
-  }
+  m->arena_.assign(size_t(m->plan_.arena_floats), 0.0f);
   return m;
 }
 
@@ -129,6 +130,7 @@ float* CompiledModel::data(int tensor) {
   const PlanTensor& t = plan_.tensors[tensor];
   if (t.kind == "view") return data(t.view_of);
   if (t.kind == "weight") return weights_.data() + t.weight_offset;
+  if (t.kind == "activation") return arena_.data() + t.arena_offset;
   return storage_[tensor].data();
 }
 
@@ -181,6 +183,7 @@ std::vector<std::vector<float>> CompiledModel::run(const std::vector<std::vector
 size_t CompiledModel::memory_bytes() const {
   size_t bytes = weights_.size() * sizeof(float);
   for (const auto& s : storage_) bytes += s.size() * sizeof(float);
+  bytes += arena_.size() * sizeof(float);
   return bytes;
 }
 

@@ -1,7 +1,7 @@
 // Runtime: loads a compiled model (artifact.h) and runs it. Kernels are called through
 // the `_argv` entry points Halide exports, with buffers describing the plan's tensors;
-// views share their tensor's memory, transposes are copies. Every activation has its
-// own buffer for now (no reuse yet).
+// views share their tensor's memory, transposes are copies. Activations live in one
+// arena laid out by the plan (memory_plan.h); inputs have their own buffers.
 #pragma once
 #include <memory>
 #include <string>
@@ -38,7 +38,8 @@ class CompiledModel {
   Plan plan_;
   void* library_ = nullptr;
   std::vector<float> weights_;
-  std::vector<std::vector<float>> storage_;  // per tensor (empty for weights and views)
+  std::vector<std::vector<float>> storage_;  // per tensor (inputs only)
+  std::vector<float> arena_;                 // every activation, at its plan offset
   std::vector<int (*)(void**)> functions_;   // per step, kernels only
 };
 

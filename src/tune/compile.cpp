@@ -12,6 +12,7 @@
 #include "graph/partition.h"
 #include "graph/rewrites.h"
 #include "measure/kernel.h"
+#include "runtime/memory_plan.h"
 #include "space/schedule_space.h"
 #include "util/error.h"
 
@@ -199,6 +200,7 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
   b.plan.steps = dependency_order(steps, b.plan);
   b.plan.inputs = folded.graph.inputs();
   b.plan.outputs = folded.graph.outputs();
+  plan_memory(b.plan);
   b.plan.compile_seconds = {{"graph", graph_seconds},
                             {"schedule", schedule_seconds},
                             {"build", build_seconds},

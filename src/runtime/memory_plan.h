@@ -1,0 +1,23 @@
+// Memory plan: where each activation lives in one arena, so that a compiled model's peak
+// memory stays near its largest live set instead of the sum of all its activations.
+//
+// A tensor is live from the step that writes it to the last step that reads it (reads
+// through a view count for the tensor viewed; model outputs live to the end). Tensors
+// are placed largest first, each at the lowest 64-byte-aligned offset that overlaps no
+// placed tensor live at the same time, so a step never reads and writes the same bytes.
+#pragma once
+#include <cstdint>
+
+#include "runtime/artifact.h"
+
+namespace tlm {
+
+// Sets `arena_offset` of every activation and `arena_floats` of the plan.
+void plan_memory(Plan& plan);
+// Throws tlm::Error when a (possibly corrupt) plan's arena places a tensor outside the
+// arena or lets two tensors live at the same time share memory.
+void check_memory_plan(const Plan& plan);
+// Sum of all activations' sizes in floats (what the arena saves against).
+int64_t activation_floats(const Plan& plan);
+
+}  // namespace tlm
