@@ -159,5 +159,28 @@ TEST(Cli, CorpusPretrainImproveAndResume) {
                         "--rounds must be 1..10");
 }
 
+// `compile --trials`: the task scheduler measures candidates for every task, stores them,
+// and the artifact uses the best measured schedule of each task; it runs.
+TEST(Cli, CompileWithTrialsSchedulesEveryTaskFromMeasurements) {
+  std::string dir = temp_path("trials");
+  CliRun compile = run_tlm("compile bert-base --layers 1 --seq 16 --trials 8 --db " + dir +
+                           ".db -o " + dir + " --models " + dir + "-no-models");
+  ASSERT_EQ(compile.exit_code, 0) << compile.output;
+  EXPECT_NE(compile.output.find("tuning: 64/64 trials"), std::string::npos) << compile.output;
+  EXPECT_NE(compile.output.find("schedules from store: 8 tasks"), std::string::npos)
+      << compile.output;
+  EXPECT_GE(RecordStore(dir + ".db").count(), 8 * 8 / 2);  // some may repeat a stored one
+  CliRun run = run_tlm("run " + dir + " --bench 2 --report");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("latency:"), std::string::npos) << run.output;
+}
+
+TEST(Cli, OnnxErrorsAreOneLine) {
+  std::string broken = temp_path("broken.onnx");
+  std::ofstream(broken) << "\x08\x07garbage that is not a model";
+  expect_one_line_error("compile " + broken + " -o " + temp_path("onnx-out"), "onnx:");
+  expect_one_line_error("tasks " + temp_path("missing.onnx"), "cannot read");
+}
+
 }  // namespace
 }  // namespace tlm

@@ -13,6 +13,7 @@
 #include "graph/rewrites.h"
 #include "graph/zoo.h"
 #include "runtime/memory_plan.h"
+#include "runtime/run_report.h"
 #include "runtime/runtime.h"
 #include "space/schedule_space.h"
 #include "tune/compile.h"
@@ -153,13 +154,31 @@ TEST(Compile, ResNet50ArenaIsFarBelowTheSumOfActivations) {
   EXPECT_LT(plan.arena_floats * 5, activation_floats(plan));
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
-
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST(RunReport, SumsStepsPerTaskLargestFirstAndDrawsEveryTask) {
+  auto rows = summarize_steps({{"a", 1.0}, {"b", 5.0}, {"a", 2.5}, {"transpose", 0.5}});
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].label, "b");
+  EXPECT_EQ(rows[1].label, "a");
+  EXPECT_DOUBLE_EQ(rows[1].ms, 3.5);
+  EXPECT_EQ(rows[1].steps, 2);
+  std::string svg = fresh_dir("report") + ".svg";
+  write_report_svg(svg, "m <1>", rows);
+  std::string text = read_text(svg);
+  size_t rects = 0;
+  for (size_t at = text.find("<rect"); at != std::string::npos; at = text.find("<rect", at + 1))
+    ++rects;
+  EXPECT_EQ(rects, 3u);
+  EXPECT_NE(text.find("m &lt;1&gt;"), std::string::npos);
+  EXPECT_EQ(text.rfind("</svg>"), text.size() - 7);
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
 }
 
 TEST(Compile, BrokenArtifactsAreErrors) {

@@ -11,6 +11,7 @@
 
 #include "graph/model_source.h"
 #include "model/registry.h"
+#include "runtime/run_report.h"
 #include "runtime/runtime.h"
 #include "tune/bench_model.h"
 #include "tune/compile.h"
@@ -25,22 +26,6 @@ struct CompileFlags {
   ZooOptions zoo;
 };
 
-// Where schedules come from: the record store (when the file exists) and the model
-// (the named checkpoint, else the registry's default when there is one).
-struct ScheduleSources {
-  std::unique_ptr<RecordStore> store;
-  std::unique_ptr<ScheduleModel> model;
-};
-
-ScheduleSources open_schedule_sources(const CompileFlags& f) {
-  ScheduleSources sources;
-  std::ifstream probe(f.db);
-  if (probe) sources.store = std::make_unique<RecordStore>(f.db);
-  if (!f.checkpoint.empty() || Registry(f.models_dir).default_id() != "")
-    sources.model = ScheduleModel::load(resolve_model(f.checkpoint, f.models_dir));
-  return sources;
-}
-
 void add_zoo_options(CLI::App* command, ZooOptions& zoo) {
   command->add_option("--batch", zoo.batch, "batch size");
   command->add_option("--seq", zoo.seq, "sequence length (transformers)");
@@ -48,13 +33,48 @@ void add_zoo_options(CLI::App* command, ZooOptions& zoo) {
   command->add_option("--image", zoo.image, "image size (convolutional networks)");
 }
 
-void run_compile(CompileFlags f) {
+// Where schedules come from: the record store (when the file exists) and the model
+// (the named checkpoint, else the registry's default when there is one).
+// With a trial budget, also the measurer, and the store is created if need be.
+struct ScheduleSources {
+  std::unique_ptr<RecordStore> store;
+  std::unique_ptr<ScheduleModel> model;
+  std::unique_ptr<Measurer> measurer;
+};
+
+ScheduleSources open_schedule_sources(const CompileFlags& f, const std::string& exe) {
+  ScheduleSources sources;
+  std::ifstream probe(f.db);
+  if (probe || f.options.trials_per_task > 0) sources.store = std::make_unique<RecordStore>(f.db);
+  if (!f.checkpoint.empty() || Registry(f.models_dir).default_id() != "")
+    sources.model = ScheduleModel::load(resolve_model(f.checkpoint, f.models_dir));
+  if (f.options.trials_per_task > 0) {
+    MeasureOptions measure;
+    measure.worker_command = exe;
+    sources.measurer = std::make_unique<Measurer>(measure);
+  }
+  return sources;
+}
+
+void add_compile_options(CLI::App* command, CompileFlags& f) {
+  command->add_option("--strategy", f.options.strategy,
+                      "auto|store|tlm|reference|adams2019|mullapudi2016");
+  command->add_option("--trials", f.options.trials_per_task,
+                      "measured candidates per task (0: none, the model's or store's choice)");
+  command->add_option("--db", f.db, "record store (schedules measured before, and new ones)");
+  command->add_option("--model", f.checkpoint, "checkpoint (default: the registry's)");
+  command->add_option("--models", f.models_dir, "models directory");
+  add_zoo_options(command, f.zoo);
+}
+
+void run_compile(CompileFlags f, const std::string& exe) {
   auto start = std::chrono::steady_clock::now();
   auto [graph, weights] = load_model_source(f.model, f.zoo);
-  ScheduleSources sources = open_schedule_sources(f);
+  ScheduleSources sources = open_schedule_sources(f, exe);
   f.options.out_dir = f.out;
   f.options.hardware = detect_hardware().fingerprint();
-  Plan plan = compile_model(graph, weights, f.options, sources.store.get(), sources.model.get());
+  Plan plan = compile_model(graph, weights, f.options, sources.store.get(), sources.model.get(),
+                            sources.measurer.get());
   std::map<std::string, int> strategies;
   for (const auto& t : plan.tasks) strategies[t.strategy] += 1;
   std::printf("%s -> %s: %zu tasks, %zu steps, %.1f s\n", f.model.c_str(), f.out.c_str(),
@@ -93,18 +113,6 @@ std::vector<std::vector<float>> model_inputs(const Plan& plan, const std::string
   return inputs;
 }
 
-void print_report(const std::vector<StepTiming>& timings) {
-  std::map<std::string, double> by_label;
-  double total = 0;
-  for (const auto& t : timings) by_label[t.label] += t.ms, total += t.ms;
-  std::vector<std::pair<double, std::string>> rows;
-  for (const auto& [label, ms] : by_label) rows.push_back({ms, label});
-  std::sort(rows.rbegin(), rows.rend());
-  std::printf("  %9s %6s  %s\n", "ms", "share", "task");
-  for (const auto& [ms, label] : rows)
-    std::printf("  %9.3f %5.1f%%  %s\n", ms, 100 * ms / total, label.c_str());
-}
-
 void run_model(const RunFlags& f) {
   auto model = CompiledModel::load(f.dir);
   auto inputs = model_inputs(model->plan(), f.input);
@@ -128,7 +136,15 @@ void run_model(const RunFlags& f) {
     std::printf("latency: min %.3f ms, median %.3f ms over %zu runs; memory %.1f MB\n", ms.front(),
                 ms[ms.size() / 2], ms.size(), model->memory_bytes() / 1e6);
   }
-  if (f.report) print_report(timings);
+  if (f.report) {
+    // The first run's step times, warm when there were benchmark runs before it.
+    if (f.bench > 0) timings.clear(), model->run(inputs, &timings);
+    auto rows = summarize_steps(timings);
+    std::printf("%s", format_report_table(rows).c_str());
+    write_report_json(f.dir + "/report.json", rows);
+    write_report_svg(f.dir + "/report.svg", model->plan().model + ": time per task", rows);
+    std::printf("report: %s/report.json, %s/report.svg\n", f.dir.c_str(), f.dir.c_str());
+  }
 }
 
 struct BenchModelFlags {
@@ -139,15 +155,17 @@ struct BenchModelFlags {
 };
 
 void run_bench_models(BenchModelFlags f, const std::string& exe) {
-  ScheduleSources sources = open_schedule_sources(f.compile);
+  ScheduleSources sources = open_schedule_sources(f.compile, exe);
   f.options.exe = exe;
   f.options.zoo = f.compile.zoo;
   f.options.compile = f.compile.options;
+  f.options.compile.progress = true;
   f.options.compile.hardware = detect_hardware().fingerprint();
   std::vector<ModelBenchRow> rows;
   for (size_t i = 0; i < f.models.size(); ++i) {
     std::fprintf(stderr, "[%zu/%zu] %s\n", i + 1, f.models.size(), f.models[i].c_str());
-    rows.push_back(bench_model(f.models[i], f.options, sources.store.get(), sources.model.get()));
+    rows.push_back(bench_model(f.models[i], f.options, sources.store.get(), sources.model.get(),
+                               sources.measurer.get()));
     std::printf("%s", format_model_bench_table({rows.back()}).c_str());
     std::fflush(stdout);
     write_model_bench_json(f.json, rows);
@@ -162,12 +180,7 @@ void add_bench_model_command(CLI::App& app, const std::string& exe) {
   bench->add_option("models", f->models, "zoo names or .onnx paths")->required();
   bench->add_option("--json", f->json, "results as JSON");
   bench->add_option("--out", f->options.out_dir, "folder for the compiled artifacts");
-  bench->add_option("--strategy", f->compile.options.strategy,
-                    "auto|store|tlm|reference|adams2019|mullapudi2016");
-  bench->add_option("--db", f->compile.db, "record store for the store strategy");
-  bench->add_option("--model", f->compile.checkpoint, "checkpoint (default: the registry's)");
-  bench->add_option("--models", f->compile.models_dir, "models directory");
-  add_zoo_options(bench, f->compile.zoo);
+  add_compile_options(bench, f->compile);
   bench->callback([f, exe] { run_bench_models(*f, exe); });
   auto probe = std::make_shared<std::pair<std::vector<std::string>, ZooOptions>>();
   auto* memory = app.add_subcommand("memory-probe", "internal: peak memory of one side");
@@ -190,19 +203,15 @@ void add_compile_commands(CLI::App& app, const std::string& exe) {
                    "or a path to an .onnx file")
       ->required();
   compile->add_option("-o,--out", cf->out, "artifact folder")->required();
-  compile->add_option("--strategy", cf->options.strategy,
-                      "auto|store|tlm|reference|adams2019|mullapudi2016");
-  compile->add_option("--db", cf->db, "record store for the store strategy");
-  compile->add_option("--model", cf->checkpoint, "checkpoint (default: the registry's)");
-  compile->add_option("--models", cf->models_dir, "models directory");
-  add_zoo_options(compile, cf->zoo);
-  compile->callback([cf] { run_compile(*cf); });
+  add_compile_options(compile, *cf);
+  compile->callback([cf, exe] { run_compile(*cf, exe); });
   auto rf = std::make_shared<RunFlags>();
   auto* run = app.add_subcommand("run", "run a compiled model");
   run->add_option("artifact", rf->dir, "artifact folder (tlm compile)")->required();
   run->add_option("--input", rf->input, "raw float32 input file (default: seeded random)");
   run->add_option("--bench", rf->bench, "timed runs after the first");
-  run->add_flag("--report", rf->report, "time per task, largest first");
+  run->add_flag("--report", rf->report,
+                "time per task, largest first (table, report.json and report.svg)");
   run->callback([rf] { run_model(*rf); });
 }
 

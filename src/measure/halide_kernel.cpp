@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "measure/kernel.h"
@@ -76,11 +78,24 @@ void load_autoscheduler(const std::string& method) {
   loaded.push_back(method);
 }
 
+// Swallows what is written to std::cerr while it lives (the autoschedulers' warnings,
+// e.g. "Outer dim vectorization of var ...", which say nothing a user can act on).
+class QuietCerr {
+ public:
+  QuietCerr() : saved_(std::cerr.rdbuf(sink_.rdbuf())) {}
+  ~QuietCerr() { std::cerr.rdbuf(saved_); }
+
+ private:
+  std::ostringstream sink_;
+  std::streambuf* saved_;
+};
+
 std::string autoschedule(TaskPipeline& pipeline, const std::string& method) {
   load_autoscheduler(method);
   set_estimates(pipeline);
   Halide::Pipeline p(pipeline.output());
   Halide::MachineParams params(g_threads, 32 * 1024 * 1024, 40);
+  QuietCerr quiet;
   auto results = p.auto_schedule(autoscheduler_name(method),
                                  Halide::get_jit_target_from_environment(), params);
   return results.schedule_source;

@@ -86,7 +86,7 @@ const Timing& ModelBenchRow::torch_best() const {
 }
 
 ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& options,
-                          const RecordStore* store, ScheduleModel* schedule_model) {
+                          RecordStore* store, ScheduleModel* schedule_model, Measurer* measurer) {
   ModelBenchRow row;
   row.model = model;
   auto start = std::chrono::steady_clock::now();
@@ -94,7 +94,7 @@ ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& opt
   std::string name = is_onnx_path(model) ? source.graph.name() : model;
   CompileOptions compile = options.compile;
   compile.out_dir = options.out_dir + "/" + name;
-  Plan plan = compile_model(source.graph, source.weights, compile, store, schedule_model);
+  Plan plan = compile_model(source.graph, source.weights, compile, store, schedule_model, measurer);
   row.compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const auto& t : plan.tasks) row.strategies[t.strategy] += 1;

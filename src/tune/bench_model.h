@@ -37,8 +37,9 @@ struct ModelBenchRow {
   const Timing& torch_best() const;
 };
 
+// `store`, `schedule_model` and `measurer` as compile_model takes them.
 ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& options,
-                          const RecordStore* store, ScheduleModel* schedule_model);
+                          RecordStore* store, ScheduleModel* schedule_model, Measurer* measurer);
 std::string format_model_bench_table(const std::vector<ModelBenchRow>& rows);
 void write_model_bench_json(const std::string& path, const std::vector<ModelBenchRow>& rows);
 

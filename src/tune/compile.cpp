@@ -14,6 +14,7 @@
 #include "measure/kernel.h"
 #include "runtime/memory_plan.h"
 #include "space/schedule_space.h"
+#include "tune/task_scheduler.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -175,7 +176,7 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
 }  // namespace
 
 Plan compile_model(const Graph& graph, const Weights& weights, const CompileOptions& o,
-                   const RecordStore* store, ScheduleModel* model) {
+                   RecordStore* store, ScheduleModel* model, Measurer* measurer) {
   auto start = std::chrono::steady_clock::now();
   WeightedGraph folded = fold_batchnorm(graph, weights);
   Partition p = partition_graph(folded.graph);
@@ -186,6 +187,12 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
   b.plan.model = graph.name();
   b.plan.hardware = o.hardware;
   double graph_seconds = seconds_since(start);
+  double measure_seconds = 0;
+  if (o.trials_per_task > 0) {
+    if (!store || !measurer) throw Error("compile: measuring candidates needs a record store");
+    TaskTuneOptions tune{o.trials_per_task, 8, o.hardware, o.progress};
+    measure_seconds = tune_tasks(p.tasks, *measurer, *store, model, tune).seconds;
+  }
   start = std::chrono::steady_clock::now();
   Hardware machine = detect_hardware();
   for (const auto& use : p.tasks)
@@ -204,7 +211,7 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
   b.plan.compile_seconds = {{"graph", graph_seconds},
                             {"schedule", schedule_seconds},
                             {"build", build_seconds},
-                            {"measure", 0.0}};
+                            {"measure", measure_seconds}};
   std::ofstream out(o.out_dir + "/weights.bin", std::ios::binary);
   out.write(reinterpret_cast<const char*>(b.weights.data()),
             std::streamsize(b.weights.size() * sizeof(float)));

@@ -1,6 +1,7 @@
 // Compile: a whole model to an artifact (runtime/artifact.h).
 //
 //   graph -> fold batch norms -> partition into fused, deduplicated tasks
+//   -> (with a trial budget) measure candidates per task, budget spent by the task scheduler
 //   -> a schedule per task -> each task's kernel compiled ahead of time (Halide)
 //   -> one shared library + plan (steps in dependency order) + weights (packed as the
 //      kernels read them)
@@ -14,6 +15,7 @@
 
 #include "graph/graph.h"
 #include "graph/weights.h"
+#include "measure/measurer.h"
 #include "model/schedule_model.h"
 #include "runtime/artifact.h"
 #include "store/record_store.h"
@@ -23,12 +25,14 @@ namespace tlm {
 struct CompileOptions {
   std::string out_dir;
   std::string strategy = "auto";
-  std::string hardware;  // fingerprint, for store lookups and the manifest
+  int trials_per_task = 0;  // > 0: measure that many candidates per task first (task_scheduler.h)
+  std::string hardware;     // fingerprint, for store lookups and the manifest
   bool progress = true;
 };
 
-// `store` and `model` may be null. Throws tlm::Error naming what cannot be compiled.
+// `store`, `model` and `measurer` may be null, except that measuring (trials_per_task > 0)
+// needs a store and a measurer. Throws tlm::Error naming what cannot be compiled.
 Plan compile_model(const Graph& graph, const Weights& weights, const CompileOptions& options,
-                   const RecordStore* store, ScheduleModel* model);
+                   RecordStore* store, ScheduleModel* model, Measurer* measurer = nullptr);
 
 }  // namespace tlm
