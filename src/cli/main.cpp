@@ -88,12 +88,20 @@ void print_sentence(const std::string& spec, const std::string& decisions, uint6
               Vocabulary::get().hash().c_str());
 }
 
-void run_tune(const std::string& spec, const SearchOptions& base, const CommonFlags& flags) {
+// With `up_to`, --trials is the total: trials of this method already stored count.
+void run_tune(const std::string& spec, const SearchOptions& base, bool up_to,
+              const CommonFlags& flags) {
   TaskSpec task = parse_task_spec(spec);
   RecordStore store(flags.db);
   Measurer measurer(measure_options(flags));
   SearchOptions options = base;
   options.hardware = detect_hardware().fingerprint();
+  if (up_to) {
+    int stored = 0;
+    for (const auto& r : store.query(task.key(), options.hardware))
+      stored += r.method == options.method;
+    options.trials = std::max(0, options.trials - stored);
+  }
   SearchReport report = run_search(task, measurer, store, options);
   std::printf("%s: %d measured, %d ok, %.1f s (%.2f trials/s)\n", task.key().c_str(),
               report.measured, report.ok, report.seconds, report.measured / report.seconds);
@@ -166,9 +174,13 @@ void add_improve_command(CLI::App& app, ImproveFlags& f, CommonFlags& flags) {
 }
 
 // A zoo model's tasks: count, FLOPs and share of the model's FLOPs, largest first.
-void print_tasks(const std::string& model, const ZooOptions& zoo) {
+void print_tasks(const std::string& model, const ZooOptions& zoo, bool specs_only) {
   Graph graph = load_model_graph(model, zoo);
   Partition partition = partition_graph(graph);
+  if (specs_only) {
+    for (const auto& use : partition.tasks) std::printf("%s\n", use.spec.c_str());
+    return;
+  }
   struct Row {
     double flops;
     const TaskUse* use;
@@ -200,6 +212,7 @@ void print_tasks(const std::string& model, const ZooOptions& zoo) {
 struct Flags {
   CommonFlags common;
   std::string spec, method = "space", decisions, json_path;
+  bool up_to = false, specs_only = false;
   std::string methods =
       "evolutionary-1000,random-1000,adams2019,mullapudi2016,li2018,onednn,openblas";
   std::vector<std::string> specs;
@@ -232,6 +245,8 @@ void add_task_commands(CLI::App& app, Flags& f, Commands& c) {
   c.tasks->add_option("--batch", f.zoo.batch, "batch size");
   c.tasks->add_option("--seq", f.zoo.seq, "sequence length (transformers)");
   c.tasks->add_option("--layers", f.zoo.layers, "blocks (transformers; 0 = the model's own)");
+  c.tasks->add_option("--image", f.zoo.image, "image size (convolutional networks)");
+  c.tasks->add_flag("--specs", f.specs_only, "only the task specs, one per line");
 }
 
 void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
@@ -240,6 +255,8 @@ void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
   c.tune->add_option("--method", f.search.method, "random | evolutionary");
   c.tune->add_option("--trials", f.search.trials, "measured trials");
   c.tune->add_option("--seed", f.search.seed, "random seed");
+  c.tune->add_flag("--up-to", f.up_to,
+                   "--trials is the total, counting this method's stored trials");
   add_common(c.tune, f.common);
   auto* bench = app.add_subcommand("bench", "benchmarks");
   bench->require_subcommand(1);
@@ -273,8 +290,8 @@ int run(int argc, char** argv) {
   if (*c.worker) return run_worker_loop();
   if (*c.space) print_space(f.spec);
   if (*c.lang) print_sentence(f.spec, f.decisions, f.search.seed);
-  if (*c.tasks) print_tasks(f.spec, f.zoo);
-  if (*c.tune) run_tune(f.spec, f.search, f.common);
+  if (*c.tasks) print_tasks(f.spec, f.zoo, f.specs_only);
+  if (*c.tune) run_tune(f.spec, f.search, f.up_to, f.common);
   if (*c.measure) run_measure(f.spec, f.method, f.decisions, f.common);
   if (*c.bench_op) {
     f.bench.methods = split(f.methods, ',');
