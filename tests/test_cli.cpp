@@ -81,6 +81,7 @@ TEST(Cli, ModelCommandsRejectBadInput) {
   expect_one_line_error("tasks alexnet", "unknown model 'alexnet'");
   expect_one_line_error("compile alexnet -o " + dir + "/out", "unknown model 'alexnet'");
   expect_one_line_error("run " + dir + "/no-artifact", "no compiled model");
+  expect_one_line_error("compile llama-7b --layers 32 -o " + dir + "/llama", "GB available");
   std::ofstream(dir + "/registry.json") << "{not json";
   expect_one_line_error("model --models " + dir + " list", "not valid JSON");
 }

@@ -5,7 +5,9 @@
 // intra-op pool fight over a small machine's cores: OpenBLAS at one thread, and
 // OpenBLAS at its default; the comparison is against the better of the two.
 // Peak memory is each side's own: a fresh `tlm` process loads and runs only that side,
-// and its peak resident set (VmHWM) less its resident set before loading is reported.
+// and its peak resident set (VmHWM) less its resident set before loading is reported
+// (for PyTorch, the peak restarts once it holds the weights, so the copy they were
+// drawn into is not counted).
 #pragma once
 #include <map>
 #include <string>

@@ -47,4 +47,14 @@ Hardware detect_hardware() {
   return hw;
 }
 
+int64_t available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (meminfo >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return int64_t(1) << 62;  // unknown: do not refuse
+}
+
 }  // namespace tlm

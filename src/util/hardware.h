@@ -18,5 +18,7 @@ struct Hardware {
 };
 
 Hardware detect_hardware();
+// Memory the system could give a new allocation now (MemAvailable), in bytes.
+int64_t available_memory_bytes();
 
 }  // namespace tlm
