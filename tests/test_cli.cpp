@@ -138,6 +138,12 @@ TEST(Cli, CorpusPretrainImproveAndResume) {
   ASSERT_NE(at, std::string::npos) << train.output;
   std::string id = train.output.substr(train.output.find("tlm-", at + 11), 20);
   ASSERT_EQ(run_tlm("model --models " + dir + "/m base " + id).exit_code, 0);
+  CliRun gen = run_tlm("gen 'matmul:m=48,n=32,k=16' -k 2 --measure --models " + dir + "/m");
+  ASSERT_EQ(gen.exit_code, 0) << gen.output;
+  EXPECT_NE(gen.output.find("#2 ok: median"), std::string::npos) << gen.output;
+  EXPECT_NE(gen.output.find("generation"), std::string::npos) << gen.output;
+  EXPECT_NE(gen.output.find("build "), std::string::npos) << gen.output;
+  EXPECT_NE(gen.output.find("measurement "), std::string::npos) << gen.output;
   std::string improve = "improve --rounds 1 --trials-per-task 2 --finetune-steps 3 --tasks " + dir +
                         "/tasks.txt --heldout " + dir + "/held.txt --run " + dir +
                         "/run --models " + dir + "/m --db " + dir + "/t.db --threads 1";

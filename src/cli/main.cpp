@@ -278,7 +278,7 @@ int run(int argc, char** argv) {
   add_task_commands(app, f, c);
   add_search_commands(app, f, c);
   std::vector<std::string> words(argv, argv + argc);
-  add_model_commands(app, join(words, " "));
+  add_model_commands(app, join(words, " "), self_exe());
   add_improve_command(app, f.improve, f.common);
   add_compile_commands(app, self_exe());
   c.worker = app.add_subcommand("worker", "internal: isolated measurement worker");

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 
+#include "measure/measurer.h"
 #include "model/dataset.h"
 #include "model/registry.h"
 #include "model/schedule_model.h"
@@ -78,9 +79,31 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
 struct GenFlags {
   std::string task, model, models_dir = "models";
   GenerateOptions options;
+  bool measure = false;
 };
 
-void run_gen(const GenFlags& f) {
+// Builds, verifies and times each generated schedule in a worker; prints each result and
+// the build and measurement time apart from the model's.
+void measure_generated(const TaskSpec& task, const std::vector<Generated>& results,
+                       const std::string& exe) {
+  MeasureOptions options;
+  options.worker_command = exe;
+  Measurer measurer(options);
+  double build_ms = 0, measure_ms = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    auto start = std::chrono::steady_clock::now();
+    MeasureResult m = measurer.measure_each(task, {{"space", results[i].decisions}}).at(0);
+    double total_ms = ms_since(start);
+    build_ms += m.build_ms;
+    measure_ms += total_ms - m.build_ms;
+    std::printf("  #%zu %s: median %.4f ms, min %.4f ms\n", i + 1, m.status.c_str(),
+                m.timing.median_ms, m.timing.min_ms);
+  }
+  std::fprintf(stderr, "build %.1f ms, measurement %.1f ms (%zu schedules)\n", build_ms, measure_ms,
+               results.size());
+}
+
+void run_gen(const GenFlags& f, const std::string& exe) {
   TaskSpec task = parse_task_spec(f.task);
   auto start = std::chrono::steady_clock::now();
   auto model = ScheduleModel::load(resolve_model(f.model, f.models_dir));
@@ -98,6 +121,7 @@ void run_gen(const GenFlags& f) {
                "schedule)\n",
                model->info().id.c_str(), (long long)model->parameter_count(), load_ms, generate_ms,
                generate_ms / std::max<size_t>(1, results.size()));
+  if (f.measure) measure_generated(task, results, exe);
 }
 
 // Options every training command shares.
@@ -180,7 +204,7 @@ void add_registry_commands(CLI::App& app) {
 
 }  // namespace
 
-void add_model_commands(CLI::App& app, const std::string& command_line) {
+void add_model_commands(CLI::App& app, const std::string& command_line, const std::string& exe) {
   auto corpus_flags = std::make_shared<CorpusFlags>();
   auto* corpus = app.add_subcommand("corpus", "write a pretraining corpus of random schedules");
   corpus->add_option("-o,--out", corpus_flags->out, "dataset file")->required();
@@ -200,7 +224,9 @@ void add_model_commands(CLI::App& app, const std::string& command_line) {
   gen->add_option("--mode", gen_flags->options.mode, "beam | greedy | sample");
   gen->add_option("--seed", gen_flags->options.seed, "seed (sample)");
   gen->add_option("--temperature", gen_flags->options.temperature, "temperature (sample)");
-  gen->callback([gen_flags] { run_gen(*gen_flags); });
+  gen->add_flag("--measure", gen_flags->measure,
+                "build, verify and time each schedule (build and measurement time reported)");
+  gen->callback([gen_flags, exe] { run_gen(*gen_flags, exe); });
   add_registry_commands(app);
 }
 

@@ -5,7 +5,8 @@
 
 namespace tlm {
 
-// `command_line` is recorded in the checkpoints that training writes.
-void add_model_commands(CLI::App& app, const std::string& command_line);
+// `command_line` is recorded in the checkpoints that training writes; `exe` (this
+// executable) runs the measurement workers of `gen --measure`.
+void add_model_commands(CLI::App& app, const std::string& command_line, const std::string& exe);
 
 }  // namespace tlm
