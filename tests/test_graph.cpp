@@ -125,6 +125,24 @@ std::vector<float> random_values(int64_t n, uint64_t seed) {
   return v;
 }
 
+// Constant-only subgraphs are computed at compile time; the model's function is the same.
+TEST(Rewrites, ConstantSubgraphsAreFolded) {
+  Graph g("consts", 4);
+  int x = g.input("x", {3, 8});
+  int w = g.add("relu", {g.add("add", {g.constant("w1", {8, 5}), g.constant("w2", {8, 5})})});
+  int y = g.add("dense", {x, w, g.constant("b", {5})});
+  g.mark_output(g.add("gelu", {y}));
+  Weights weights = draw_weights(g);
+  WeightedGraph folded = fold_constants(g, weights);
+  ASSERT_EQ(folded.graph.nodes().size(), 2u);  // dense, gelu
+  EXPECT_EQ(folded.graph.nodes()[0].op, "dense");
+  auto input = random_values(24, 11);
+  auto expected = interpret(g, weights, {input})[g.outputs()[0]];
+  auto got = interpret(folded.graph, folded.weights, {input})[folded.graph.outputs()[0]];
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_FLOAT_EQ(got[i], expected[i]);
+}
+
 TEST(Interpreter, SmallCasesByHand) {
   Graph g("tiny");
   int x = g.input("x", {1, 2, 1, 2});

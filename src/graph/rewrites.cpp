@@ -1,5 +1,7 @@
 #include "graph/rewrites.h"
 
+#include "graph/interpreter.h"
+
 namespace tlm {
 namespace {
 
@@ -29,7 +31,52 @@ std::pair<std::vector<float>, std::vector<float>> folded(const Graph& g, const N
   return {weights, bias};
 }
 
+// The value of a node whose inputs are all constants, by the interpreter.
+std::vector<float> evaluate(const Graph& g, const Node& n, const Weights& w) {
+  Graph one(g.name());
+  Weights values;
+  std::vector<int> inputs;
+  for (int t : n.inputs) {
+    inputs.push_back(one.constant(g.tensor(t).name, g.shape(t)));
+    values[inputs.back()] = w.at(t);
+  }
+  int out = one.add(n.op, inputs, n.attrs, n.name);
+  return interpret(one, values, {})[out];
+}
+
 }  // namespace
+
+WeightedGraph fold_constants(const Graph& g, const Weights& w) {
+  WeightedGraph out{Graph(g.name(), g.seed()), {}};
+  Weights known = w;  // constants of `g`, plus the nodes folded so far
+  std::vector<int> map(g.tensors().size(), -1);
+  auto copy_constant = [&](int t) {
+    if (map[t] < 0) {
+      map[t] = out.graph.constant(g.tensor(t).name, g.shape(t));
+      out.weights[map[t]] = known.at(t);
+    }
+    return map[t];
+  };
+  for (int t : g.inputs()) map[t] = out.graph.input(g.tensor(t).name, g.shape(t));
+  std::vector<bool> is_output(g.tensors().size(), false);
+  for (int o : g.outputs()) is_output[o] = true;
+  std::vector<bool> constant(g.tensors().size(), false);
+  for (size_t t = 0; t < g.tensors().size(); ++t) constant[t] = g.tensor(int(t)).constant;
+  for (const Node& n : g.nodes()) {
+    bool foldable = !n.inputs.empty() && !is_output[n.output];
+    for (int t : n.inputs) foldable = foldable && constant[t];
+    if (foldable) {
+      known[n.output] = evaluate(g, n, known);
+      constant[n.output] = true;
+      continue;
+    }
+    std::vector<int> inputs;
+    for (int t : n.inputs) inputs.push_back(constant[t] ? copy_constant(t) : map[t]);
+    map[n.output] = out.graph.add(n.op, inputs, n.attrs, n.name);
+  }
+  for (int o : g.outputs()) out.graph.mark_output(map[o]);
+  return out;
+}
 
 WeightedGraph fold_batchnorm(const Graph& g, const Weights& w) {
   WeightedGraph out{Graph(g.name(), g.seed()), {}};

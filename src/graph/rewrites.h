@@ -1,4 +1,6 @@
 // Rewrites: graph-to-graph transformations that keep the model's function.
+//   fold_constants: a node whose inputs are all constants is computed once, at compile
+//                   time (by the interpreter), and becomes a constant itself.
 //   fold_batchnorm: a convolution followed only by a batch norm becomes one convolution
 //                   whose weights are scaled per output channel and whose bias absorbs
 //                   the shift (weights are constants, so this is done once, at compile).
@@ -15,6 +17,7 @@ struct WeightedGraph {
   Weights weights;
 };
 
+WeightedGraph fold_constants(const Graph& graph, const Weights& weights);
 WeightedGraph fold_batchnorm(const Graph& graph, const Weights& weights);
 
 }  // namespace tlm

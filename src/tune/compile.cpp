@@ -178,7 +178,8 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
 Plan compile_model(const Graph& graph, const Weights& weights, const CompileOptions& o,
                    RecordStore* store, ScheduleModel* model, Measurer* measurer) {
   auto start = std::chrono::steady_clock::now();
-  WeightedGraph folded = fold_batchnorm(graph, weights);
+  WeightedGraph constants_folded = fold_constants(graph, weights);
+  WeightedGraph folded = fold_batchnorm(constants_folded.graph, constants_folded.weights);
   Partition p = partition_graph(folded.graph);
   if (!p.unsupported.empty())
     throw Error("compile: " + std::to_string(p.unsupported.size()) +
