@@ -88,6 +88,32 @@ TEST_P(Generation, EveryScheduleIsLegalAndDecodingIsDeterministic) {
   }
 }
 
+// Greedy decoding (which feeds the tokens the space forces together with each choice, in
+// one cached step) picks what a plain decoder picks: full forward pass over the whole
+// sentence each step, the most probable allowed token.
+TEST_P(Generation, GreedyMatchesAPlainFullPassDecoder) {
+  torch::manual_seed(3);
+  Gpt model(tiny_config());
+  model->eval();
+  TaskSpec task = parse_task_spec(GetParam());
+  ScheduleSpace space(describe_task(task));
+  auto prompt = encode_prompt(test_hardware(), task, space.shape());
+  auto greedy = generate(model, prompt, space, {1, "greedy", 0, 1.0}).at(0).decisions;
+  torch::NoGradGuard no_grad;
+  DecisionCursor cursor(space);
+  std::vector<int64_t> sentence(prompt.begin(), prompt.end());
+  while (!cursor.done()) {
+    auto tokens = torch::tensor(sentence, torch::kLong).view({1, int64_t(sentence.size())});
+    auto logits = model->forward(tokens)[0][int64_t(sentence.size()) - 1];
+    int best = cursor.allowed()[0];
+    for (int t : cursor.allowed())
+      if (logits[t].item<float>() > logits[best].item<float>()) best = t;
+    cursor.push(best);
+    sentence.push_back(best);
+  }
+  EXPECT_EQ(greedy, cursor.decisions());
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryOpKind, Generation, ::testing::Values(TLM_EVERY_OP_KIND));
 
 std::string temp_dir(const std::string& name) {

@@ -309,7 +309,9 @@ int main(int argc, char** argv) {
   try {
     return tlm::run(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tlm: error: %s\n", e.what());
+    // One line: library exceptions (libtorch's) carry a backtrace after the message.
+    std::string message = e.what();
+    std::fprintf(stderr, "tlm: error: %s\n", message.substr(0, message.find('\n')).c_str());
     return 1;
   }
 }

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -46,7 +47,7 @@ std::string write_checkpoint(Gpt& model, CheckpointInfo info, const std::string&
   std::string dir = models_dir + "/" + info.id;
   struct stat st;
   if (stat(dir.c_str(), &st) == 0) return info.id;  // immutable: equal content, same id
-  ::mkdir(models_dir.c_str(), 0755);
+  std::filesystem::create_directories(models_dir);
   std::string tmp = dir + ".tmp";
   ::mkdir(tmp.c_str(), 0755);
   nlohmann::json meta = {{"id", info.id},

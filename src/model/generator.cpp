@@ -21,15 +21,28 @@ struct Choice {
   double score;
 };
 
+// Log-probabilities of the allowed tokens under the model renormalized over them (the
+// constrained distribution): a token the space forces has log-probability 0.
+std::vector<double> allowed_log_probs(const std::vector<int>& allowed, const float* logits) {
+  double top = -1e30, sum = 0;
+  for (int t : allowed) top = std::max(top, double(logits[t]));
+  for (int t : allowed) sum += std::exp(logits[t] - top);
+  std::vector<double> out;
+  for (int t : allowed) out.push_back(logits[t] - top - std::log(sum));
+  return out;
+}
+
 // Beam search (greedy is width 1): every live beam proposes each allowed next token; the
 // best `width` choices survive. Ties break on (beam, token), so results are reproducible.
-std::vector<Choice> best_choices(const std::vector<Beam>& beams, const torch::Tensor& log_probs,
+std::vector<Choice> best_choices(const std::vector<Beam>& beams, const torch::Tensor& logits,
                                  int width) {
   std::vector<Choice> choices;
-  auto lp = log_probs.accessor<float, 2>();
-  for (size_t b = 0; b < beams.size(); ++b)
-    for (int t : beams[b].cursor.allowed())
-      choices.push_back({int(b), t, beams[b].score + lp[b][t]});
+  for (size_t b = 0; b < beams.size(); ++b) {
+    const auto& allowed = beams[b].cursor.allowed();
+    auto lp = allowed_log_probs(allowed, logits[int64_t(b)].data_ptr<float>());
+    for (size_t i = 0; i < allowed.size(); ++i)
+      choices.push_back({int(b), allowed[i], beams[b].score + lp[i]});
+  }
   size_t keep = std::min(choices.size(), size_t(width));
   std::partial_sort(choices.begin(), choices.begin() + keep, choices.end(),
                     [](const Choice& a, const Choice& b) {
@@ -41,21 +54,32 @@ std::vector<Choice> best_choices(const std::vector<Beam>& beams, const torch::Te
 }
 
 // Sampling: each beam draws its next token among the allowed ones.
-std::vector<Choice> sampled_choices(const std::vector<Beam>& beams, const torch::Tensor& log_probs,
+std::vector<Choice> sampled_choices(const std::vector<Beam>& beams, const torch::Tensor& logits,
                                     double temperature, std::mt19937_64& rng) {
   std::vector<Choice> choices;
-  auto lp = log_probs.accessor<float, 2>();
   for (size_t b = 0; b < beams.size(); ++b) {
     const auto& allowed = beams[b].cursor.allowed();
+    auto lp = allowed_log_probs(allowed, logits[int64_t(b)].data_ptr<float>());
     std::vector<double> weights;
-    double top = -1e30;
-    for (int t : allowed) top = std::max(top, double(lp[b][t]));
-    for (int t : allowed) weights.push_back(std::exp((lp[b][t] - top) / temperature));
+    for (double l : lp) weights.push_back(std::exp(l / temperature));
     std::discrete_distribution<size_t> pick(weights.begin(), weights.end());
-    int t = allowed[pick(rng)];
-    choices.push_back({int(b), t, beams[b].score + lp[b][t]});
+    size_t i = pick(rng);
+    choices.push_back({int(b), allowed[i], beams[b].score + lp[i]});
   }
   return choices;
+}
+
+// With one live sequence, the tokens the space forces after `beam`'s last choice (a
+// decision's name, a number's end) need no model evaluation to be chosen: they are pushed
+// now and enter the cache in the same step as the choice. Returns them.
+std::vector<int64_t> push_forced(Beam& beam, int eos) {
+  std::vector<int64_t> forced;
+  while (!beam.cursor.done() && beam.cursor.allowed().size() == 1 &&
+         beam.cursor.allowed()[0] != eos) {
+    forced.push_back(beam.cursor.allowed()[0]);
+    beam.cursor.push(beam.cursor.allowed()[0]);
+  }
+  return forced;
 }
 
 // Scores only fall as a sentence grows, so once `width` sentences are finished and no live
@@ -97,9 +121,9 @@ std::vector<Generated> generate(Gpt& model, const std::vector<int>& prompt,
   std::vector<Beam> finished;
   const int eos = Vocabulary::get().eos();
   while (!beams.empty()) {
-    auto log_probs = torch::log_softmax(last, -1).contiguous();
-    auto choices = sampling ? sampled_choices(beams, log_probs, options.temperature, rng)
-                            : best_choices(beams, log_probs, width);
+    auto logits = last.contiguous();
+    auto choices = sampling ? sampled_choices(beams, logits, options.temperature, rng)
+                            : best_choices(beams, logits, width);
     std::vector<Beam> next;
     std::vector<int64_t> rows, tokens;
     for (const Choice& c : choices) {
@@ -117,7 +141,10 @@ std::vector<Generated> generate(Gpt& model, const std::vector<int>& prompt,
     beams = std::move(next);
     if (beams.empty() || (!sampling && done_searching(finished, beams, width))) break;
     cache.select(torch::tensor(rows, torch::kLong));
-    auto step = torch::tensor(tokens, torch::kLong).view({int64_t(tokens.size()), 1});
+    if (beams.size() == 1)
+      for (int64_t t : push_forced(beams[0], eos)) tokens.push_back(t);
+    int64_t fresh = beams.size() == 1 ? int64_t(tokens.size()) : 1;
+    auto step = torch::tensor(tokens, torch::kLong).view({int64_t(beams.size()), fresh});
     last = model->step(step, cache).select(1, -1);
   }
   if (!sampling)

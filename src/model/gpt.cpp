@@ -60,9 +60,10 @@ torch::Tensor BlockImpl::forward(torch::Tensor x, torch::Tensor* keys, torch::Te
   }
   int64_t total = k.size(2), past = total - fresh;
   auto scores = q.matmul(k.transpose(2, 3)) / std::sqrt(double(hd));
-  // Causal: new position i sees positions <= past + i.
-  auto mask = torch::ones({fresh, total}, torch::kBool).triu(past + 1);
-  scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+  if (fresh > 1) {  // causal: new position i sees positions <= past + i
+    auto mask = torch::ones({fresh, total}, torch::kBool).triu(past + 1);
+    scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+  }
   auto attended = torch::softmax(scores, -1).matmul(v).transpose(1, 2).reshape({batch, fresh, d});
   x = x + proj_->forward(attended);
   return x + down_->forward(torch::gelu(up_->forward(norm2_->forward(x))));

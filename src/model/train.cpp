@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -151,7 +152,7 @@ TrainReport train_model(const TrainOptions& o, Gpt& model) {
   std::vector<const Sentence*> training, validation;
   split_by_task(data, training, validation);
   if (training.empty()) throw Error("train: no training sentences in '" + o.data_path + "'");
-  ::mkdir(o.run_dir.c_str(), 0755);
+  std::filesystem::create_directories(o.run_dir);
   torch::optim::AdamW optimizer(model->parameters(),
                                 torch::optim::AdamWOptions(o.learning_rate).weight_decay(0.01));
   int step = load_state(o.run_dir, model, optimizer);
