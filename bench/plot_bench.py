@@ -101,7 +101,8 @@ def main():
     parser.add_argument("--db")
     args = parser.parse_args()
     with open(args.json) as f:
-        rows = json.load(f)
+        data = json.load(f)
+    rows = data["tasks"] if isinstance(data, dict) else data
     if not rows:
         sys.exit("plot_bench: no rows in " + args.json)
     stem = args.json[:-5] if args.json.endswith(".json") else args.json

@@ -127,6 +127,7 @@ void run_bench(const std::vector<std::string>& specs, BenchOptions options,
     std::fflush(stdout);
     if (!json_path.empty()) write_bench_json(json_path, rows);
   }
+  if (rows.size() > 1) std::printf("\n%s", format_geomean_table(rows).c_str());
 }
 
 void run_measure(const std::string& spec, const std::string& method, const std::string& decisions,

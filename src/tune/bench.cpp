@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -198,6 +199,68 @@ std::string format_bench_table(const std::vector<BenchRow>& rows, const std::str
   return out;
 }
 
+namespace {
+
+// Median of `method` on `row` (0 when it did not run ok); "peer" is the fastest peer.
+double method_ms(const BenchRow& row, const std::string& method) {
+  if (method == "peer") return baseline_ms(row, "");
+  for (const auto& e : row.entries)
+    if (e.method == method && e.result.status == "ok") return e.result.timing.median_ms;
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> bench_methods(const std::vector<BenchRow>& rows) {
+  std::vector<std::string> methods;
+  for (const auto& row : rows)
+    for (const auto& e : row.entries)
+      if (std::find(methods.begin(), methods.end(), e.method) == methods.end())
+        methods.push_back(e.method);
+  return methods;
+}
+
+double geomean_speedup(const std::vector<BenchRow>& rows, const std::string& method,
+                       const std::string& reference, int* tasks) {
+  double log_sum = 0;
+  int n = 0;
+  for (const auto& row : rows) {
+    double m = method_ms(row, method), r = method_ms(row, reference);
+    if (m > 0 && r > 0) log_sum += std::log(r / m), ++n;
+  }
+  if (tasks) *tasks = n;
+  return n ? std::exp(log_sum / n) : 0;
+}
+
+std::string format_geomean_table(const std::vector<BenchRow>& rows) {
+  auto methods = bench_methods(rows);
+  std::vector<std::string> references = {"peer"};
+  references.insert(references.end(), methods.begin(), methods.end());
+  std::string out = "geomean speedup over tasks (row method vs column; peer = fastest peer)\n";
+  char cell[64];
+  std::snprintf(cell, sizeof cell, "  %-18s", "");
+  out += cell;
+  for (const auto& r : references) {
+    std::snprintf(cell, sizeof cell, " %13.13s", r.c_str());
+    out += cell;
+  }
+  out += "\n";
+  for (const auto& m : methods) {
+    std::snprintf(cell, sizeof cell, "  %-18s", m.c_str());
+    out += cell;
+    for (const auto& r : references) {
+      double g = geomean_speedup(rows, m, r, nullptr);
+      if (g > 0)
+        std::snprintf(cell, sizeof cell, " %12.2fx", g);
+      else
+        std::snprintf(cell, sizeof cell, " %13s", "-");
+      out += cell;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 void write_bench_json(const std::string& path, const std::vector<BenchRow>& rows) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& row : rows) {
@@ -217,9 +280,15 @@ void write_bench_json(const std::string& path, const std::vector<BenchRow>& rows
                  {"space_size", row.space_size},
                  {"methods", methods}});
   }
+  nlohmann::json geomean = nlohmann::json::object();
+  auto methods = bench_methods(rows);
+  for (const auto& m : methods) {
+    geomean[m]["vs_fastest_peer"] = geomean_speedup(rows, m, "peer", nullptr);
+    for (const auto& r : methods) geomean[m]["vs_" + r] = geomean_speedup(rows, m, r, nullptr);
+  }
   std::ofstream out(path);
   if (!out) throw Error("cannot write '" + path + "'");
-  out << j.dump(2) << "\n";
+  out << nlohmann::json{{"tasks", j}, {"geomean", geomean}}.dump(2) << "\n";
 }
 
 }  // namespace tlm

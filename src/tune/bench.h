@@ -40,6 +40,12 @@ struct BenchRow {
 BenchRow bench_task(const TaskSpec& task, Measurer& measurer, RecordStore& store,
                     const BenchOptions& options);
 std::string format_bench_table(const std::vector<BenchRow>& rows, const std::string& baseline);
+// Geomean over tasks of reference time / method time ("peer": the fastest peer); tasks
+// where either did not run ok are left out (their count goes to `tasks`).
+double geomean_speedup(const std::vector<BenchRow>& rows, const std::string& method,
+                       const std::string& reference, int* tasks);
+std::string format_geomean_table(const std::vector<BenchRow>& rows);
+// {"tasks": [per task: latency statistics and schedule per method], "geomean": {...}}
 void write_bench_json(const std::string& path, const std::vector<BenchRow>& rows);
 
 }  // namespace tlm
