@@ -16,6 +16,7 @@
 #include "runtime/run_report.h"
 #include "runtime/runtime.h"
 #include "space/schedule_space.h"
+#include "tune/bench.h"
 #include "tune/compile.h"
 #include "util/error.h"
 
@@ -157,6 +158,26 @@ TEST(Compile, ResNet50ArenaIsFarBelowTheSumOfActivations) {
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+BenchEntry entry(const std::string& method, double ms, bool ours) {
+  BenchEntry e{method, {"ok", {ms, ms, 1}, 0, 0, ""}, 0, {}};
+  if (ours) e.decisions = {1};
+  return e;
+}
+
+TEST(BenchSummary, GeomeanSpeedupsAgainstTheFastestPeerAndEachOther) {
+  std::vector<BenchRow> rows = {
+      {"a", 1, "1", {entry("evo", 1.0, true), entry("onednn", 2.0, false), entry("x", 4, false)}},
+      {"b", 1, "1", {entry("evo", 4.0, true), entry("onednn", 2.0, false), entry("x", 1, false)}}};
+  int tasks = 0;
+  EXPECT_NEAR(geomean_speedup(rows, "evo", "peer", &tasks), std::sqrt(2.0 * 0.25), 1e-12);
+  EXPECT_EQ(tasks, 2);
+  EXPECT_NEAR(geomean_speedup(rows, "evo", "onednn", nullptr), 1.0, 1e-12);
+  rows[1].entries[1].result.status = "crash";  // left out of the pair's geomean
+  EXPECT_NEAR(geomean_speedup(rows, "evo", "onednn", &tasks), 2.0, 1e-12);
+  EXPECT_EQ(tasks, 1);
+  EXPECT_NE(format_geomean_table(rows).find("evo"), std::string::npos);
 }
 
 TEST(RunReport, SumsStepsPerTaskLargestFirstAndDrawsEveryTask) {
