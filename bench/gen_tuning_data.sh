@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measured training data for the schedule model: an evolutionary search of TRIALS trials
-# (default 128) on every distinct task of the zoo's networks (held-out tasks excluded),
-# into bench/results/records.db. Resumable: each search tops up to TRIALS in all, so a
+# (default 128) on every distinct task of the zoo's networks and of
+# bench/tuning_extra_tasks.txt (held-out tasks excluded), into bench/results/records.db. Resumable: each search tops up to TRIALS in all, so a
 # rerun after an interruption continues where it stopped. Progress: tasks done / total.
 #   TRIALS=128 bash bench/gen_tuning_data.sh [tlm executable]
 set -euo pipefail
@@ -13,8 +13,11 @@ list=bench/results/tuning_tasks.txt
 mkdir -p bench/results
 held_out=$(grep -v '^#' bench/heldout_tasks.txt | while read -r t; do
   "$tlm" space "$t" | head -1 | cut -d' ' -f2; done)  # canonical keys
-for m in resnet50 mobilenetv2 efficientnet-b0 bert-base gpt2; do "$tlm" tasks "$m" --specs; done |
-  sort -u | grep -v -F -x -f <(echo "$held_out") > "$list"
+{
+  grep -v '^#' bench/tuning_extra_tasks.txt | while read -r t; do
+    "$tlm" space "$t" | head -1 | cut -d' ' -f2; done
+  for m in resnet50 mobilenetv2 efficientnet-b0 bert-base gpt2; do "$tlm" tasks "$m" --specs; done
+} | awk '!seen[$0]++' | grep -v -F -x -f <(echo "$held_out") > "$list"
 total=$(wc -l < "$list")
 done_tasks=0
 start=$(date +%s)
