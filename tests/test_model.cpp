@@ -116,6 +116,26 @@ TEST_P(Generation, GreedyMatchesAPlainFullPassDecoder) {
 
 INSTANTIATE_TEST_SUITE_P(EveryOpKind, Generation, ::testing::Values(TLM_EVERY_OP_KIND));
 
+// Reusing the keys and values of the previous prompt's shared prefix changes nothing.
+TEST(Generation, PromptCacheGivesTheSameSchedules) {
+  torch::manual_seed(4);
+  Gpt model(tiny_config());
+  PromptCache prompt_cache;
+  for (const char* spec : {TLM_EVERY_OP_KIND, TLM_EVERY_OP_KIND}) {
+    TaskSpec task = parse_task_spec(spec);
+    ScheduleSpace space(describe_task(task));
+    auto prompt = encode_prompt(test_hardware(), task, space.shape());
+    GenerateOptions options{4, "beam", 0, 1.0};
+    auto plain = generate(model, prompt, space, options);
+    auto cached = generate(model, prompt, space, options, &prompt_cache);
+    ASSERT_EQ(plain.size(), cached.size()) << spec;
+    for (size_t i = 0; i < plain.size(); ++i) {
+      EXPECT_EQ(plain[i].decisions, cached[i].decisions) << spec;
+      EXPECT_NEAR(plain[i].log_prob, cached[i].log_prob, 1e-3) << spec;
+    }
+  }
+}
+
 std::string temp_dir(const std::string& name) {
   std::string dir = "/tmp/tlm-test-model-" + std::to_string(getpid()) + "-" + name;
   std::system(("rm -rf " + dir).c_str());

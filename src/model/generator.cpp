@@ -98,10 +98,33 @@ torch::Tensor token_tensor(const std::vector<int>& tokens) {
   return torch::tensor(ids, torch::kLong).view({1, int64_t(ids.size())});
 }
 
+// Runs the prompt into `cache`, reusing the keys and values of the longest prefix it
+// shares with `prompt_cache` (which then holds this prompt); returns the last logits.
+torch::Tensor prefill(Gpt& model, const std::vector<int>& prompt, KvCache& cache,
+                      PromptCache* prompt_cache) {
+  size_t shared = 0;
+  if (prompt_cache) {
+    const auto& seen = prompt_cache->tokens;
+    while (shared < seen.size() && shared < prompt.size() && seen[shared] == prompt[shared])
+      ++shared;
+    shared = std::min(shared, prompt.size() - 1);  // at least one token gives the logits
+    for (size_t l = 0; l < prompt_cache->cache.keys.size() && shared > 0; ++l) {
+      cache.keys.push_back(prompt_cache->cache.keys[l].slice(2, 0, int64_t(shared)));
+      cache.values.push_back(prompt_cache->cache.values[l].slice(2, 0, int64_t(shared)));
+    }
+    if (cache.keys.empty()) shared = 0;
+  }
+  std::vector<int> rest(prompt.begin() + int64_t(shared), prompt.end());
+  torch::Tensor last = model->step(token_tensor(rest), cache).select(1, -1);  // [1, vocab]
+  if (prompt_cache) prompt_cache->tokens = prompt, prompt_cache->cache = cache;
+  return last;
+}
+
 }  // namespace
 
 std::vector<Generated> generate(Gpt& model, const std::vector<int>& prompt,
-                                const ScheduleSpace& space, const GenerateOptions& options) {
+                                const ScheduleSpace& space, const GenerateOptions& options,
+                                PromptCache* prompt_cache) {
   if (options.k < 1) throw Error("generate: k must be at least 1");
   if (options.mode != "beam" && options.mode != "greedy" && options.mode != "sample")
     throw Error("generate: unknown mode '" + options.mode + "' (beam|greedy|sample)");
@@ -109,8 +132,9 @@ std::vector<Generated> generate(Gpt& model, const std::vector<int>& prompt,
   model->eval();
   bool sampling = options.mode == "sample";
   int width = options.mode == "greedy" ? 1 : options.k;
+  if (prompt.empty()) throw Error("generate: empty prompt");
   KvCache cache;
-  torch::Tensor last = model->step(token_tensor(prompt), cache).select(1, -1);  // [1, vocab]
+  torch::Tensor last = prefill(model, prompt, cache, prompt_cache);
   std::vector<Beam> beams = {{DecisionCursor(space), 0}};
   if (sampling) {  // k independent draws share the prompt's cache
     beams.assign(options.k, beams[0]);

@@ -13,9 +13,18 @@
 
 namespace tlm {
 
+// The keys and values of the last prompt seen, so that the next prompt computes only what
+// follows their common prefix (the hardware, the op and shared extents repeat across the
+// tasks of a model).
+struct PromptCache {
+  std::vector<int> tokens;
+  KvCache cache;
+};
+
 // Best first for beam search; in draw order for sampling (duplicates dropped, so fewer
-// than k may come back when the space is small).
+// than k may come back when the space is small). `prompt_cache` may be null.
 std::vector<Generated> generate(Gpt& model, const std::vector<int>& prompt,
-                                const ScheduleSpace& space, const GenerateOptions& options);
+                                const ScheduleSpace& space, const GenerateOptions& options,
+                                PromptCache* prompt_cache = nullptr);
 
 }  // namespace tlm

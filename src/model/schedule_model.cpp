@@ -14,6 +14,7 @@ namespace tlm {
 struct ScheduleModel::Impl {
   Gpt model{nullptr};
   CheckpointInfo info;
+  PromptCache prompt_cache;  // successive tasks share their prompt's hardware prefix
 };
 
 ScheduleModel::ScheduleModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -30,7 +31,7 @@ std::vector<Generated> ScheduleModel::generate(const TaskSpec& task, const Hardw
                                                const GenerateOptions& options) {
   ScheduleSpace space(describe_task(task));
   auto prompt = encode_prompt(hardware, task, space.shape());
-  return tlm::generate(impl_->model, prompt, space, options);
+  return tlm::generate(impl_->model, prompt, space, options, &impl_->prompt_cache);
 }
 
 const CheckpointInfo& ScheduleModel::info() const {
