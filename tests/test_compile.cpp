@@ -191,7 +191,8 @@ TEST(RunReport, SumsStepsPerTaskLargestFirstAndDrawsEveryTask) {
   write_report_svg(svg, "m <1>", rows);
   std::string text = read_text(svg);
   size_t rects = 0;
-  for (size_t at = text.find("<rect"); at != std::string::npos; at = text.find("<rect", at + 1))
+  for (size_t at = text.find("<rect x="); at != std::string::npos;
+       at = text.find("<rect x=", at + 1))
     ++rects;
   EXPECT_EQ(rects, 3u);
   EXPECT_NE(text.find("m &lt;1&gt;"), std::string::npos);

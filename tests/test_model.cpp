@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 
 #include "lang/sentence.h"
 #include "lang/vocabulary.h"
@@ -249,6 +250,14 @@ TEST(Train, ResumedRunMatchesAnUninterruptedOne) {
   auto a = straight->parameters(), b = resumed->parameters();
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-5, 1e-6));
   EXPECT_GT(straight_report.validation_loss, 0);
+  std::ifstream curve(dir + "/resumed/learning_curve.svg");  // both saves, both series
+  std::string svg((std::istreambuf_iterator<char>(curve)), std::istreambuf_iterator<char>());
+  size_t lines = 0;
+  for (size_t at = svg.find("<polyline"); at != std::string::npos;
+       at = svg.find("<polyline", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 2u);
+  EXPECT_NE(svg.find("points='"), std::string::npos);
   std::ofstream(dir + "/resumed/state.json") << "{broken";
   torch::manual_seed(6);
   Gpt again(tiny_config());

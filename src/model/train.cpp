@@ -16,6 +16,7 @@
 #include "model/dataset.h"
 #include "util/error.h"
 #include "util/strings.h"
+#include "util/svg_plot.h"
 
 namespace tlm {
 namespace {
@@ -140,6 +141,24 @@ std::string log_line(const TrainReport& r) {
       .dump();
 }
 
+// The run's learning curve, from its log, as learning_curve.svg in the run directory.
+void write_learning_curve(const std::string& run_dir) {
+  std::ifstream log(run_dir + "/log.jsonl");
+  PlotSeries loss{"training loss (smoothed)", {}},
+      validation{"validation loss (held-out tasks)", {}};
+  std::string line;
+  while (std::getline(log, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("step")) continue;
+    double step = j["step"].get<double>();
+    loss.points.push_back({step, j.value("loss", 0.0)});
+    validation.points.push_back({step, j.value("validation_loss", 0.0)});
+  }
+  write_svg(run_dir + "/learning_curve.svg",
+            svg_line_chart("learning curve: " + run_dir, "optimizer step", "cross-entropy (nats)",
+                           {loss, validation}));
+}
+
 }  // namespace
 
 TrainReport train_model(const TrainOptions& o, Gpt& model) {
@@ -174,6 +193,7 @@ TrainReport train_model(const TrainOptions& o, Gpt& model) {
       report.validation_loss = validation_loss(model, validation, o.batch);
       save_state(o.run_dir, model, optimizer, step);
       log << log_line(report) << std::endl;
+      write_learning_curve(o.run_dir);
     }
     if (step % 10 != 0 && step != o.steps) continue;
     double eta = (o.steps - step) * seconds / (step - first_step);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/svg_plot.h"
 
 namespace tlm {
 namespace {
@@ -15,21 +16,6 @@ double total_ms(const std::vector<TaskTime>& rows) {
   double total = 0;
   for (const auto& r : rows) total += r.ms;
   return total > 0 ? total : 1;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else
-      out += c;
-  }
-  return out;
 }
 
 void write_file(const std::string& path, const std::string& text) {
@@ -77,27 +63,18 @@ void write_report_json(const std::string& path, const std::vector<TaskTime>& row
   write_file(path, j.dump(2) + "\n");
 }
 
-// Horizontal bars, one per task (the 25 largest), labelled with share and task.
+// Horizontal bars, one per task (the 25 largest), labelled with share, time and task.
 void write_report_svg(const std::string& path, const std::string& title,
                       const std::vector<TaskTime>& rows) {
-  const int shown = std::min<int>(int(rows.size()), 25), bar_width = 360, row_height = 18;
-  double total = total_ms(rows), largest = rows.empty() ? 1 : rows[0].ms / total;
-  int height = 40 + shown * row_height;
-  std::string svg = "<svg xmlns='http://www.w3.org/2000/svg' width='1100' height='" +
-                    std::to_string(height) + "' font-family='monospace' font-size='11'>\n";
-  svg += "<text x='10' y='18' font-size='13'>" + xml_escape(title) + "</text>\n";
-  char element[2048];
-  for (int i = 0; i < shown; ++i) {
-    double share = rows[i].ms / total;
-    int y = 30 + i * row_height, width = int(bar_width * share / largest);
-    std::snprintf(element, sizeof element,
-                  "<rect x='10' y='%d' width='%d' height='%d' fill='#4878a8'/>\n"
-                  "<text x='%d' y='%d'>%5.1f%%  %.3f ms  %s</text>\n",
-                  y, std::max(width, 1), row_height - 4, 20 + bar_width, y + row_height - 6,
-                  100 * share, rows[i].ms, xml_escape(rows[i].label).c_str());
-    svg += element;
+  double total = total_ms(rows);
+  std::vector<std::pair<std::string, double>> bars;
+  char label[1024];
+  for (size_t i = 0; i < rows.size() && i < 25; ++i) {
+    std::snprintf(label, sizeof label, "%5.1f%%  %.3f ms  %s", 100 * rows[i].ms / total, rows[i].ms,
+                  rows[i].label.c_str());
+    bars.push_back({label, rows[i].ms});
   }
-  write_file(path, svg + "</svg>\n");
+  write_svg(path, svg_bar_chart(title, bars));
 }
 
 }  // namespace tlm
