@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "store/record_io.h"
 #include "store/record_store.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -152,6 +153,36 @@ TEST_F(RecordStoreTest, RoundTripsEveryFieldExactly) {
   got = store.query("empty", "hw");
   ASSERT_EQ(got.size(), 1u);
   expect_same(got[0], empty);
+}
+
+// Export to JSON lines and import into another store: every field comes back exactly,
+// importing twice adds nothing, and a malformed file adds nothing at all.
+TEST_F(RecordStoreTest, ExportImportRoundTripsExactlyAndMergesIdempotently) {
+  std::vector<Record> batch;
+  for (int i = 0; i < 20; ++i)
+    batch.push_back(
+        make_record(i % 2 ? "a" : "b", "hw", {i, -i, i * 1000003}, "ok", 1.0 / (i + 3)));
+  batch[3].detail = std::string("nul ") + '\0' + " and \"quotes\" \u00fcn\n";
+  batch[4].created = 1712345678.123456789;
+  std::string file = path("records.jsonl"), other = path("other.db");
+  {
+    RecordStore store(path());
+    store.add(batch);
+    EXPECT_EQ(tlm::export_records(store, file), 20);
+  }
+  RecordStore copy(other);
+  EXPECT_EQ(tlm::import_records(copy, file), 20);
+  EXPECT_EQ(tlm::import_records(copy, file), 0);
+  for (const char* key : {"a", "b"}) {
+    RecordStore original(path());
+    auto want = original.query(key), got = copy.query(key);
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) expect_same(got[i], want[i]);
+  }
+  std::ofstream(file, std::ios::app) << "{\"hardware\": 3}\n";
+  RecordStore third(path("third.db"));
+  EXPECT_THROW(tlm::import_records(third, file), tlm::Error);
+  EXPECT_EQ(third.count(), 0);
 }
 
 TEST_F(RecordStoreTest, AddingTheSameBatchTwiceIsANoOp) {

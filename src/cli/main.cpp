@@ -14,6 +14,7 @@
 #include "measure/measurer.h"
 #include "model/registry.h"
 #include "space/schedule_space.h"
+#include "store/record_io.h"
 #include "tune/bench.h"
 #include "tune/improve.h"
 #include "tune/search.h"
@@ -271,6 +272,28 @@ void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
   add_common(c.bench_op, f.common);
 }
 
+// `tlm records export|import`: the store's records as JSON lines, and merging them back.
+void add_records_commands(CLI::App& app, CommonFlags& flags) {
+  auto* records = app.add_subcommand("records", "export or import measured records (JSON lines)");
+  records->require_subcommand(1);
+  auto file = std::make_shared<std::string>();
+  auto* out = records->add_subcommand("export", "write the store's records to a file");
+  out->add_option("-o,--out", *file, "JSON-lines file")->required();
+  out->add_option("--db", flags.db, "record database (SQLite)");
+  out->callback([&flags, file] {
+    RecordStore store(flags.db);
+    std::printf("%lld records -> %s\n", (long long)export_records(store, *file), file->c_str());
+  });
+  auto* in = records->add_subcommand("import", "merge a file's records into the store");
+  in->add_option("file", *file, "JSON-lines file (tlm records export)")->required();
+  in->add_option("--db", flags.db, "record database (SQLite)");
+  in->callback([&flags, file] {
+    RecordStore store(flags.db);
+    std::printf("%lld new records in %s\n", (long long)import_records(store, *file),
+                flags.db.c_str());
+  });
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"tlm: a tensor compiler whose scheduler is a language model"};
   app.require_subcommand(1);
@@ -282,6 +305,7 @@ int run(int argc, char** argv) {
   add_model_commands(app, join(words, " "), self_exe());
   add_improve_command(app, f.improve, f.common);
   add_compile_commands(app, self_exe());
+  add_records_commands(app, f.common);
   c.worker = app.add_subcommand("worker", "internal: isolated measurement worker");
   c.worker->add_option("--threads", f.common.threads);
   c.worker->group("");

@@ -1,0 +1,69 @@
+#include "store/record_io.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+using Json = nlohmann::json;
+
+Json to_json(const Record& r) {
+  return {{"hardware", r.hardware},     {"task_key", r.task_key},   {"task_spec", r.task_spec},
+          {"decisions", r.decisions},   {"method", r.method},       {"status", r.status},
+          {"min_ms", r.min_ms},         {"median_ms", r.median_ms}, {"runs", r.runs},
+          {"checkpoint", r.checkpoint}, {"detail", r.detail},       {"created", r.created}};
+}
+
+Record from_json(const Json& j) {
+  Record r;
+  r.hardware = j.at("hardware").get<std::string>();
+  r.task_key = j.at("task_key").get<std::string>();
+  r.task_spec = j.at("task_spec").get<std::string>();
+  r.decisions = j.at("decisions").get<std::vector<int64_t>>();
+  r.method = j.at("method").get<std::string>();
+  r.status = j.at("status").get<std::string>();
+  r.min_ms = j.at("min_ms").get<double>();
+  r.median_ms = j.at("median_ms").get<double>();
+  r.runs = j.at("runs").get<int>();
+  r.checkpoint = j.at("checkpoint").get<std::string>();
+  r.detail = j.at("detail").get<std::string>();
+  r.created = j.at("created").get<double>();
+  return r;
+}
+
+}  // namespace
+
+int64_t export_records(const RecordStore& store, const std::string& path,
+                       const std::string& hardware) {
+  std::ofstream out(path);
+  if (!out) throw Error("cannot write '" + path + "'");
+  int64_t written = 0;
+  for (const auto& key : store.task_keys())
+    for (const auto& r : store.query(key, hardware)) {
+      out << to_json(r).dump() << "\n";
+      ++written;
+    }
+  if (!out) throw Error("cannot write '" + path + "'");
+  return written;
+}
+
+int64_t import_records(RecordStore& store, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read '" + path + "'");
+  std::vector<Record> records;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    try {
+      records.push_back(from_json(Json::parse(line)));
+    } catch (const Json::exception&) {
+      throw Error("'" + path + "' line " + std::to_string(number) + " is not a record");
+    }
+  }
+  return store.add(records);
+}
+
+}  // namespace tlm
