@@ -128,7 +128,7 @@ std::vector<Generated> generate(Gpt& model, const std::vector<int>& prompt,
   if (options.k < 1) throw Error("generate: k must be at least 1");
   if (options.mode != "beam" && options.mode != "greedy" && options.mode != "sample")
     throw Error("generate: unknown mode '" + options.mode + "' (beam|greedy|sample)");
-  torch::NoGradGuard no_grad;
+  c10::InferenceMode inference;  // no autograd bookkeeping at all (cheaper than no_grad)
   model->eval();
   bool sampling = options.mode == "sample";
   int width = options.mode == "greedy" ? 1 : options.k;
@@ -164,7 +164,9 @@ std::vector<Generated> generate(Gpt& model, const std::vector<int>& prompt,
     }
     beams = std::move(next);
     if (beams.empty() || (!sampling && done_searching(finished, beams, width))) break;
-    cache.select(torch::tensor(rows, torch::kLong));
+    bool same_rows = int64_t(rows.size()) == cache.keys[0].size(0);
+    for (size_t r = 0; r < rows.size() && same_rows; ++r) same_rows = rows[r] == int64_t(r);
+    if (!same_rows) cache.select(torch::tensor(rows, torch::kLong));
     if (beams.size() == 1)
       for (int64_t t : push_forced(beams[0], eos)) tokens.push_back(t);
     int64_t fresh = beams.size() == 1 ? int64_t(tokens.size()) : 1;
