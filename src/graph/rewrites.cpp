@@ -44,20 +44,36 @@ std::vector<float> evaluate(const Graph& g, const Node& n, const Weights& w) {
   return interpret(one, values, {})[out];
 }
 
+// A new graph being built from `g`: its inputs copied up front, its constants copied on
+// first use (with their values from `values` at that moment).
+struct Rebuild {
+  const Graph& g;
+  const Weights& values;
+  WeightedGraph out;
+  std::vector<int> map;  // old tensor -> new tensor
+
+  Rebuild(const Graph& g, const Weights& values)
+      : g(g), values(values), out{Graph(g.name(), g.seed()), {}}, map(g.tensors().size(), -1) {
+    for (int t : g.inputs()) map[t] = out.graph.input(g.tensor(t).name, g.shape(t));
+  }
+  int constant(int t) {
+    if (map[t] < 0) {
+      map[t] = out.graph.constant(g.tensor(t).name, g.shape(t));
+      out.weights[map[t]] = values.at(t);
+    }
+    return map[t];
+  }
+  WeightedGraph finish() {
+    for (int o : g.outputs()) out.graph.mark_output(map[o]);
+    return std::move(out);
+  }
+};
+
 }  // namespace
 
 WeightedGraph fold_constants(const Graph& g, const Weights& w) {
-  WeightedGraph out{Graph(g.name(), g.seed()), {}};
   Weights known = w;  // constants of `g`, plus the nodes folded so far
-  std::vector<int> map(g.tensors().size(), -1);
-  auto copy_constant = [&](int t) {
-    if (map[t] < 0) {
-      map[t] = out.graph.constant(g.tensor(t).name, g.shape(t));
-      out.weights[map[t]] = known.at(t);
-    }
-    return map[t];
-  };
-  for (int t : g.inputs()) map[t] = out.graph.input(g.tensor(t).name, g.shape(t));
+  Rebuild b(g, known);
   std::vector<bool> is_output(g.tensors().size(), false);
   for (int o : g.outputs()) is_output[o] = true;
   std::vector<bool> constant(g.tensors().size(), false);
@@ -71,24 +87,14 @@ WeightedGraph fold_constants(const Graph& g, const Weights& w) {
       continue;
     }
     std::vector<int> inputs;
-    for (int t : n.inputs) inputs.push_back(constant[t] ? copy_constant(t) : map[t]);
-    map[n.output] = out.graph.add(n.op, inputs, n.attrs, n.name);
+    for (int t : n.inputs) inputs.push_back(constant[t] ? b.constant(t) : b.map[t]);
+    b.map[n.output] = b.out.graph.add(n.op, inputs, n.attrs, n.name);
   }
-  for (int o : g.outputs()) out.graph.mark_output(map[o]);
-  return out;
+  return b.finish();
 }
 
 WeightedGraph fold_batchnorm(const Graph& g, const Weights& w) {
-  WeightedGraph out{Graph(g.name(), g.seed()), {}};
-  std::vector<int> map(g.tensors().size(), -1);  // old tensor -> new tensor
-  auto copy_constant = [&](int t) {
-    if (map[t] < 0) {
-      map[t] = out.graph.constant(g.tensor(t).name, g.shape(t));
-      out.weights[map[t]] = w.at(t);
-    }
-    return map[t];
-  };
-  for (int t : g.inputs()) map[t] = out.graph.input(g.tensor(t).name, g.shape(t));
+  Rebuild b(g, w);
   std::vector<bool> skip(g.nodes().size(), false);
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     if (skip[i]) continue;
@@ -96,20 +102,19 @@ WeightedGraph fold_batchnorm(const Graph& g, const Weights& w) {
     int bn = sole_batchnorm_after(g, n);
     if (bn >= 0) {
       auto [weights, bias] = folded(g, n, g.nodes()[bn], w);
-      int wt = out.graph.constant(g.tensor(n.inputs[1]).name, g.shape(n.inputs[1]));
-      int bt = out.graph.constant(g.nodes()[bn].name + ".bias", {int64_t(bias.size())});
-      out.weights[wt] = weights, out.weights[bt] = bias;
-      map[g.nodes()[bn].output] =
-          out.graph.add("conv2d", {map[n.inputs[0]], wt, bt}, n.attrs, n.name);
+      int wt = b.out.graph.constant(g.tensor(n.inputs[1]).name, g.shape(n.inputs[1]));
+      int bt = b.out.graph.constant(g.nodes()[bn].name + ".bias", {int64_t(bias.size())});
+      b.out.weights[wt] = weights, b.out.weights[bt] = bias;
+      b.map[g.nodes()[bn].output] =
+          b.out.graph.add("conv2d", {b.map[n.inputs[0]], wt, bt}, n.attrs, n.name);
       skip[bn] = true;
       continue;
     }
     std::vector<int> inputs;
-    for (int t : n.inputs) inputs.push_back(g.tensor(t).constant ? copy_constant(t) : map[t]);
-    map[n.output] = out.graph.add(n.op, inputs, n.attrs, n.name);
+    for (int t : n.inputs) inputs.push_back(g.tensor(t).constant ? b.constant(t) : b.map[t]);
+    b.map[n.output] = b.out.graph.add(n.op, inputs, n.attrs, n.name);
   }
-  for (int o : g.outputs()) out.graph.mark_output(map[o]);
-  return out;
+  return b.finish();
 }
 
 }  // namespace tlm
