@@ -9,5 +9,5 @@
       "pool2d:kind=max,n=1,c=4,h=12,w=12,r=3,s=3,stride=2,pad=1",                                  \
       "pool2d:kind=avg,n=1,c=4,h=8,w=8,r=2,s=2,stride=2", "global_pool:kind=avg,n=2,c=12,h=7,w=7", \
       "softmax:rows=24,cols=40", "layernorm:rows=12,cols=48", "rmsnorm:rows=12,cols=40+mul",       \
-      "reduce:kind=max,rows=20,cols=30", "elementwise:rows=16,cols=24+sigmoid+silu+tanh", \
+      "reduce:kind=max,rows=20,cols=30", "elementwise:rows=16,cols=24+sigmoid+silu+tanh",          \
       "channel_scale:n=2,c=6,h=5,w=7+relu"
