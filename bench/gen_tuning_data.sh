@@ -23,7 +23,7 @@ done_tasks=0
 start=$(date +%s)
 while read -r task; do
   "$tlm" tune "$task" --method evolutionary --trials "$trials" --up-to --db "$db" \
-    --timeout 300 --memory-mb 16000 < /dev/null
+    --timeout 300 --memory-mb 16000 < /dev/null || echo "gen_tuning_data: $task failed" >&2
   done_tasks=$((done_tasks + 1))
   elapsed=$(($(date +%s) - start))
   echo "gen_tuning_data: $done_tasks/$total tasks, ${elapsed}s, ETA $((elapsed * (total - done_tasks) / done_tasks))s" >&2
