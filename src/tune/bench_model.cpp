@@ -90,10 +90,10 @@ const Timing& ModelBenchRow::torch_best() const {
 ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& options,
                           RecordStore* store, ScheduleModel* schedule_model, Measurer* measurer) {
   ModelBenchRow row;
-  row.model = model;
   auto start = std::chrono::steady_clock::now();
   WeightedGraph source = load_model_source(model, options.zoo);
-  std::string name = is_onnx_path(model) ? source.graph.name() : model;
+  std::string name = is_onnx_path(model) ? source.graph.name() + ".onnx" : model;
+  row.model = name;
   CompileOptions compile = options.compile;
   compile.out_dir = options.out_dir + "/" + name;
   Plan plan = compile_model(source.graph, source.weights, compile, store, schedule_model, measurer);
