@@ -92,8 +92,8 @@ ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& opt
   ModelBenchRow row;
   auto start = std::chrono::steady_clock::now();
   WeightedGraph source = load_model_source(model, options.zoo);
-  std::string name = is_onnx_path(model) ? source.graph.name() + ".onnx" : model;
-  row.model = name;
+  std::string name = is_onnx_path(model) ? source.graph.name() : model;
+  row.model = is_onnx_path(model) ? name + ".onnx" : model;
   CompileOptions compile = options.compile;
   compile.out_dir = options.out_dir + "/" + name;
   Plan plan = compile_model(source.graph, source.weights, compile, store, schedule_model, measurer);
