@@ -24,6 +24,14 @@ std::unique_ptr<ScheduleModel> ScheduleModel::load(const std::string& checkpoint
   auto impl = std::make_unique<Impl>();
   impl->model = load_checkpoint(checkpoint_dir, &impl->info);
   impl->model->eval();
+  {  // warm up (first-call allocations and dispatch) as part of loading, not generating
+    c10::InferenceMode inference;
+    KvCache cache;
+    auto prompt = torch::full({1, 16}, int64_t(Vocabulary::get().bos()), torch::kLong);
+    impl->model->step(prompt, cache);
+    impl->model->step(prompt.slice(1, 0, 3), cache);
+    impl->model->step(prompt.slice(1, 0, 1), cache);
+  }
   return std::unique_ptr<ScheduleModel>(new ScheduleModel(std::move(impl)));
 }
 
