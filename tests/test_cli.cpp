@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "store/record_store.h"
@@ -180,6 +181,28 @@ TEST(Cli, CompileWithTrialsSchedulesEveryTaskFromMeasurements) {
   CliRun run = run_tlm("run " + dir + " --bench 2 --report");
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("latency:"), std::string::npos) << run.output;
+}
+
+// `bench model`: the compiled model against PyTorch, both timed, outputs compared, each
+// side's peak memory measured in its own process; results in the JSON.
+TEST(Cli, BenchModelComparesWithPyTorch) {
+  std::string dir = temp_path("bench_model");
+  CliRun r = run_tlm("bench model bert-base --layers 1 --seq 8 --out " + dir + " --json " + dir +
+                     ".json --models " + dir + "-no-models");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(dir + ".json");
+  std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* field : {"\"speedup_vs_torch_median\"", "\"torch_openblas1\"",
+                            "\"torch_default\"", "\"compiled_peak_mb\"", "\"torch_peak_mb\""})
+    EXPECT_NE(json.find(field), std::string::npos) << field;
+  auto number_after = [&](const std::string& key) {
+    size_t at = json.find("\"" + key + "\": ");
+    return at == std::string::npos ? -1.0 : std::atof(json.c_str() + at + key.size() + 4);
+  };
+  EXPECT_GT(number_after("compiled_peak_mb"), 1.0);
+  EXPECT_GT(number_after("torch_peak_mb"), 1.0);
+  EXPECT_LT(number_after("relative_error"), 1e-3);
+  EXPECT_GE(number_after("relative_error"), 0.0);
 }
 
 TEST(Cli, OnnxErrorsAreOneLine) {
