@@ -50,6 +50,32 @@ TEST(Measurer, FaultsAreRecordedAndTheRunGoesOn) {
   EXPECT_GT(results[3].max_error, tolerance_for(32));
 }
 
+// The two-phase path of search trials (two workers build at once, run one at a time)
+// records the same faults as measure_each, and both workers go on after each.
+TEST(Measurer, TwoPhaseTrialsRecordFaultsAndGoOn) {
+  TaskSpec task = parse_task_spec("matmul:m=32,n=32,k=32+relu");
+  ScheduleSpace space(describe_task(task));
+  std::mt19937_64 rng(5);
+  auto good = space.sample(rng);
+  auto broken = good;
+  broken.pop_back();
+  std::vector<Candidate> candidates = {{"fault:crash", {}}, {"space", good},   {"fault:hang", {}},
+                                       {"fault:wrong", {}}, {"space", broken}, {"reference", {}}};
+  Measurer first(test_options()), second(test_options());
+  TimingOptions timing = test_options().timing;
+  std::vector<std::string> statuses;
+  for (size_t i = 0; i < candidates.size(); i += 2) {
+    first.begin(task, candidates[i], timing);
+    second.begin(task, candidates[i + 1], timing);
+    first.wait_built();
+    second.wait_built();
+    statuses.push_back(first.finish().status);
+    statuses.push_back(second.finish().status);
+  }
+  EXPECT_EQ(statuses, (std::vector<std::string>{"crash", "ok", "timeout", "wrong-result",
+                                                "build-error", "ok"}));
+}
+
 // A search trial with a cutoff: a first run past the cutoff is not timed further, and a
 // hang is stopped soon after the build instead of at the full timeout.
 TEST(Measurer, CutoffStopsSlowCandidatesEarly) {

@@ -118,16 +118,16 @@ std::string Measurer::worker_exit_reason() {
   return "worker " + how + ": " + worker_log_tail();
 }
 
-std::string Measurer::exchange(const std::string& request_line, MeasureResult& failure,
-                               double cutoff_ms) {
+bool Measurer::send(const std::string& request_line, MeasureResult& failure) {
   if (pid_ <= 0) start_worker();
   std::string line = request_line + "\n";
-  if (write(to_worker_, line.data(), line.size()) != ssize_t(line.size())) {
-    failure = {"crash", {}, 0, 0, "worker closed its input: " + worker_log_tail()};
-    stop_worker();
-    return "";
-  }
-  double deadline = now_seconds() + options_.timeout_seconds;
+  if (write(to_worker_, line.data(), line.size()) == ssize_t(line.size())) return true;
+  failure = {"crash", {}, 0, 0, "worker closed its input: " + worker_log_tail()};
+  stop_worker();
+  return false;
+}
+
+std::string Measurer::await_answer(double deadline, MeasureResult& failure, double cutoff_ms) {
   std::string answer;
   for (;;) {
     LineStatus got = read_line(deadline, answer);
@@ -145,10 +145,58 @@ std::string Measurer::exchange(const std::string& request_line, MeasureResult& f
     }
     WorkerNotice notice = decode_notice(answer);
     if (notice == WorkerNotice::kNone) return answer;
-    if (notice == WorkerNotice::kBuilt)  // the first run must end within the grace
+    if (notice == WorkerNotice::kBuilt && cutoff_ms > 0)  // the first run must end in time
       deadline = std::min(deadline, now_seconds() + run_allowance_seconds(cutoff_ms));
     if (notice == WorkerNotice::kFirstRunDone) deadline = now_seconds() + options_.timeout_seconds;
   }
+}
+
+std::string Measurer::exchange(const std::string& request_line, MeasureResult& failure,
+                               double cutoff_ms) {
+  if (!send(request_line, failure)) return "";
+  return await_answer(now_seconds() + options_.timeout_seconds, failure, cutoff_ms);
+}
+
+void Measurer::begin(const TaskSpec& task, const Candidate& candidate,
+                     const TimingOptions& timing) {
+  gated_cutoff_ms_ = timing.cutoff_ms;
+  gated_done_ = !send(encode_request(task, {candidate}, false, timing, true), gated_result_);
+}
+
+void Measurer::wait_built() {
+  if (gated_done_) return;
+  std::string line;
+  LineStatus got = read_line(now_seconds() + options_.timeout_seconds, line);
+  if (got == LineStatus::kLine && decode_notice(line) == WorkerNotice::kBuilt) return;
+  gated_done_ = true;  // it failed to build, crashed or hung while building
+  if (got == LineStatus::kLine) {
+    gated_result_ = decode_response(line).at(0);
+  } else if (got == LineStatus::kClosed) {
+    gated_result_ = {"crash", {}, 0, 0, worker_exit_reason()};
+  } else {
+    double limit = options_.timeout_seconds * 1e3;
+    gated_result_ = {
+        "timeout", {limit, limit, 0}, 0, 0, "no answer within " + std::to_string(limit) + " ms"};
+    stop_worker();
+  }
+}
+
+MeasureResult Measurer::finish() {
+  MeasureResult result;
+  if (gated_done_) {
+    result = gated_result_;
+  } else {
+    std::string answer;
+    if (send("go", result)) {
+      double first_run =
+          gated_cutoff_ms_ > 0 ? run_allowance_seconds(gated_cutoff_ms_) : options_.timeout_seconds;
+      answer = await_answer(now_seconds() + first_run, result, gated_cutoff_ms_);
+    }
+    if (!answer.empty()) result = decode_response(answer).at(0);
+  }
+  gated_done_ = false;
+  if (result.status == "oom") stop_worker();  // its heap may still be exhausted
+  return result;
 }
 
 std::vector<MeasureResult> Measurer::measure_each(const TaskSpec& task,

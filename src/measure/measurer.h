@@ -51,6 +51,15 @@ class Measurer {
   std::vector<MeasureResult> measure_interleaved(const TaskSpec& task,
                                                  const std::vector<Candidate>& candidates);
 
+  // One candidate in two phases, so that two measurers build at the same time while runs
+  // stay exclusive (search trials): begin() sends it, wait_built() returns once the worker
+  // has built it (or it failed), finish() lets it run and returns its result, as
+  // measure_each would have.
+  void begin(const TaskSpec& task, const Candidate& candidate, const TimingOptions& timing);
+  void wait_built();
+  MeasureResult finish();
+  const MeasureOptions& options() const { return options_; }
+
  private:
   // Sends one request line, returns the answer line; on a crash, hang or OOM of the
   // worker returns "" and sets `failure` (status and detail) and restarts it next time.
@@ -59,6 +68,10 @@ class Measurer {
   // "timeout" whose latency is that limit.
   std::string exchange(const std::string& request_line, MeasureResult& failure,
                        double cutoff_ms = 0);
+  bool send(const std::string& request_line, MeasureResult& failure);
+  // Reads until the answer line (returned) under `deadline`, which the worker's notices
+  // move as exchange() describes; "" with `failure` set on a crash or hang.
+  std::string await_answer(double deadline, MeasureResult& failure, double cutoff_ms);
   enum class LineStatus { kLine, kTimeout, kClosed };
   LineStatus read_line(double deadline, std::string& line);
   std::string worker_exit_reason();  // reaps a worker that closed its output
@@ -71,6 +84,10 @@ class Measurer {
   int to_worker_ = -1, from_worker_ = -1;
   std::string log_path_;
   std::string pending_;  // bytes read from the worker past the last newline
+  // begin/wait_built/finish: the candidate's cutoff, and its result when it ended early
+  double gated_cutoff_ms_ = 0;
+  bool gated_done_ = false;
+  MeasureResult gated_result_;
 };
 
 // The worker side: reads requests line by line from stdin, answers on stdout.

@@ -2,6 +2,7 @@
 // the inputs and reference output of the last task, so a search pays for the reference
 // once per worker, not once per candidate.
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <new>
 
@@ -38,8 +39,10 @@ struct Built {
 };
 
 // Builds and checks one candidate; on failure `result.status` says why.
+// With `gated`, waits after building for the measurer's "go" line (its runs must not
+// overlap another worker's build).
 MeasureResult build_and_verify(const TaskSpec& task, const TaskData& data, const Candidate& c,
-                               Built& built, bool notify) {
+                               Built& built, bool notify, bool gated) {
   MeasureResult result;
   built.output = Tensor::zeros(data.shape.output_shape);
   auto start = std::chrono::steady_clock::now();
@@ -51,6 +54,8 @@ MeasureResult build_and_verify(const TaskSpec& task, const TaskData& data, const
   result.build_ms =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
   if (notify) std::cout << encode_notice(WorkerNotice::kBuilt) << std::endl;
+  std::string go;
+  if (gated && !std::getline(std::cin, go)) std::exit(0);  // the measurer went away
   start = std::chrono::steady_clock::now();
   built.kernel->run();
   if (notify) std::cout << encode_notice(WorkerNotice::kFirstRunDone) << std::endl;
@@ -70,8 +75,9 @@ std::vector<MeasureResult> answer(const WorkerRequest& request) {
   std::vector<std::function<void()>> runs;
   std::vector<size_t> timed;
   for (size_t i = 0; i < request.candidates.size(); ++i) {
+    bool gated = request.gated && request.candidates.size() == 1;
     results.push_back(build_and_verify(request.task, data, request.candidates[i], built[i],
-                                       request.timing.cutoff_ms > 0));
+                                       request.timing.cutoff_ms > 0 || gated, gated));
     if (results.back().status != "ok") continue;
     double first = built[i].first_run_ms;
     if (request.timing.cutoff_ms > 0 && first > request.timing.cutoff_ms) {

@@ -9,10 +9,11 @@ namespace tlm {
 using Json = nlohmann::json;
 
 std::string encode_request(const TaskSpec& task, const std::vector<Candidate>& candidates,
-                           bool interleaved, const TimingOptions& timing) {
+                           bool interleaved, const TimingOptions& timing, bool gated) {
   Json j;
   j["task"] = task.key();
   j["interleaved"] = interleaved;
+  j["gated"] = gated;
   j["timing"] = {{"warmup", timing.warmup},
                  {"min_runs", timing.min_runs},
                  {"max_runs", timing.max_runs},
@@ -41,6 +42,7 @@ WorkerRequest decode_request(const std::string& line) {
     WorkerRequest r;
     r.task = parse_task_spec(j.at("task").get<std::string>());
     r.interleaved = j.at("interleaved").get<bool>();
+    r.gated = j.value("gated", false);
     const Json& t = j.at("timing");
     r.timing = {t.at("warmup").get<int>(),
                 t.at("min_runs").get<int>(),

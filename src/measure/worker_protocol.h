@@ -2,8 +2,11 @@
 //   request : {"task": SPEC, "candidates": [{"method": M, "decisions": [...]}, ...],
 //              "interleaved": bool, "timing": {warmup, min_runs, max_runs, target_seconds,
 //              cutoff_ms}}
-//   notices : {"stage": "built"} and {"stage": "first-run-done"}, only with a cutoff: they
-//             bracket a candidate's first run, which the measurer holds to a deadline
+//   notices : {"stage": "built"} and {"stage": "first-run-done"}, only with a cutoff or a
+//             gate: they bracket a candidate's first run, which the measurer holds to a
+//             deadline
+//   gate    : with "gated": true the worker waits after "built" for a line "go" before it
+//             runs anything (two workers build at once, their runs stay exclusive)
 //   response: {"results": [{"status", "min_ms", "median_ms", "runs", "max_error",
 //              "build_ms", "detail"}, ...]}
 #pragma once
@@ -19,10 +22,11 @@ struct WorkerRequest {
   std::vector<Candidate> candidates;
   bool interleaved = false;
   TimingOptions timing;
+  bool gated = false;
 };
 
 std::string encode_request(const TaskSpec& task, const std::vector<Candidate>& candidates,
-                           bool interleaved, const TimingOptions& timing);
+                           bool interleaved, const TimingOptions& timing, bool gated = false);
 WorkerRequest decode_request(const std::string& line);
 enum class WorkerNotice { kNone, kBuilt, kFirstRunDone };
 std::string encode_notice(WorkerNotice notice);
