@@ -270,6 +270,22 @@ TEST(OnnxImport, BadModelsAreOneLineErrors) {
     m.output("y");
     expect_error_mentioning(m.bytes(), "not defined before the node");
   }
+  {
+    OnnxBuilder m;
+    m.input("x", {1, 8});
+    m.init_ints("axes", {0, 0});  // the same axis twice
+    m.node("Unsqueeze", {"x", "axes"}, "y");
+    m.output("y");
+    expect_error_mentioning(m.bytes(), "repeated axes");
+  }
+  {
+    OnnxBuilder m;
+    m.input("x", {1, 8});
+    m.init("lo", {2}, {0, 1});  // Clip bounds must be scalars
+    m.node("Clip", {"x", "lo"}, "y");
+    m.output("y");
+    expect_error_mentioning(m.bytes(), "must be a scalar");
+  }
   EXPECT_THROW(import_onnx("/nonexistent/model.onnx"), Error);
   EXPECT_THROW(load_model_source("no-such-model", {}), Error);
 }
@@ -310,6 +326,63 @@ TEST(OnnxImport, MutatedFilesNeverCrash) {
   EXPECT_GT(errors, 100);
   EXPECT_GT(imported, 0);
   std::printf("mutated files: %d imported, %d errors\n", imported, errors);
+}
+
+// Random graphs of random operators (supported or not) with random attributes, inputs and
+// constants: each imports or fails with a tlm::Error, never anything else.
+TEST(OnnxImport, RandomGraphsNeverCrash) {
+  const std::vector<std::string> ops = {
+      "Conv",      "Gemm",      "MatMul",      "BatchNormalization",
+      "Relu",      "Clip",      "Sigmoid",     "Add",
+      "Mul",       "Sub",       "Softmax",     "GlobalAveragePool",
+      "MaxPool",   "Flatten",   "Reshape",     "Squeeze",
+      "Unsqueeze", "Transpose", "Identity",    "Shape",
+      "Gather",    "Concat",    "Cast",        "Slice",
+      "Constant",  "Erf",       "AveragePool", "LayerNormalization"};
+  std::mt19937_64 rng(11);
+  auto pick = [&](size_t n) { return size_t(rng() % n); };
+  int imported = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    OnnxBuilder m(11 + int(pick(7)));
+    std::vector<int64_t> shape;
+    for (size_t d = 0, rank = 1 + pick(4); d < rank; ++d) shape.push_back(1 + int64_t(pick(6)));
+    m.input("v0", shape);
+    std::vector<std::string> values = {"v0"};
+    for (int c = 0; c < 3; ++c) {  // a few constants: floats or ints of random shapes
+      std::string name = "c" + std::to_string(c);
+      std::vector<int64_t> cshape = {1 + int64_t(pick(6))};
+      if (pick(2)) cshape.push_back(1 + int64_t(pick(4)));
+      int64_t count = cshape[0] * (cshape.size() > 1 ? cshape[1] : 1);
+      if (pick(2))
+        m.init(name, cshape, random_values(size_t(count), rng()));
+      else
+        m.init_ints(name, std::vector<int64_t>(size_t(cshape[0]), int64_t(pick(7)) - 2));
+      values.push_back(name);
+    }
+    for (int n = 0, nodes = 1 + int(pick(5)); n < nodes; ++n) {
+      std::vector<std::string> inputs;
+      for (size_t k = 0, count = 1 + pick(3); k < count; ++k)
+        inputs.push_back(values[pick(values.size())]);
+      std::string out = "n" + std::to_string(n);
+      auto* node = m.node(ops[pick(ops.size())], inputs, out);
+      if (pick(2)) set_ints(node, "kernel_shape", {1 + int64_t(pick(3)), 1 + int64_t(pick(3))});
+      if (pick(2))
+        set_ints(node, pick(2) ? "pads" : "strides", {int64_t(pick(3)), int64_t(pick(3))});
+      if (pick(2)) set_int(node, pick(2) ? "axis" : "group", int64_t(pick(5)) - 2);
+      if (pick(3) == 0) set_ints(node, "perm", {int64_t(pick(4)), int64_t(pick(4))});
+      values.push_back(out);
+    }
+    m.output(values.back());
+    try {
+      import_onnx_bytes(m.bytes(), "random");
+      ++imported;
+    } catch (const Error&) {
+    } catch (const std::exception& e) {
+      FAIL() << "trial " << trial << ": a non-tlm exception: " << e.what();
+    }
+  }
+  EXPECT_GT(imported, 10);
+  std::printf("random graphs: %d of 1500 imported\n", imported);
 }
 
 std::vector<float> read_floats(const std::string& path) {

@@ -174,6 +174,10 @@ class Importer {
     if (found == known_.end()) fail("input '" + node_->input(k) + "' must be a constant");
     return found->second;
   }
+  double scalar(int k) const {
+    if (known(k).values.size() != 1) fail("input '" + node_->input(k) + "' must be a scalar");
+    return known(k).values[0];
+  }
   int activation(int k) const {
     auto found = tensors_.find(in_name(k));
     if (found == tensors_.end()) {
@@ -370,8 +374,8 @@ class Importer {
     if (opset_ < 11) {
       lo = float_attr("min", lo), hi = float_attr("max", hi);
     } else {
-      if (has_input(1)) lo = known(1).values.at(0);
-      if (has_input(2)) hi = known(2).values.at(0);
+      if (has_input(1)) lo = scalar(1);
+      if (has_input(2)) hi = scalar(2);
     }
     if (lo == 0 && hi == 6) return set_output(add("relu6", {activation(0)}));
     if (lo == 0 && std::isinf(hi)) return set_output(add("relu", {activation(0)}));
@@ -506,7 +510,10 @@ class Importer {
       size_t rank = x.size() + axes.size();
       std::vector<bool> inserted(rank, false);
       for (int64_t a : axes) inserted[size_t(normalized_axis(a, rank))] = true;
-      for (size_t i = 0, from = 0; i < rank; ++i) shape.push_back(inserted[i] ? 1 : x.at(from++));
+      for (size_t i = 0, from = 0; i < rank; ++i) {
+        if (!inserted[i] && from >= x.size()) fail("repeated axes");
+        shape.push_back(inserted[i] ? 1 : x[from++]);
+      }
     } else {
       std::vector<bool> removed(x.size(), axes.empty());
       for (int64_t a : axes) removed[size_t(normalized_axis(a, x.size()))] = true;
