@@ -25,13 +25,19 @@ MeasureOptions test_options() {
   return o;
 }
 
-TEST(Measurer, FaultsAreRecordedAndTheRunGoesOn) {
-  TaskSpec task = parse_task_spec("matmul:m=32,n=32,k=32+relu");
+// A schedule of the fault tests' task that builds, and one that cannot be built.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> good_and_broken(const TaskSpec& task) {
   ScheduleSpace space(describe_task(task));
   std::mt19937_64 rng(5);
   auto good = space.sample(rng);
   auto broken = good;
-  broken.pop_back();  // not a complete decision list: cannot be built
+  broken.pop_back();  // not a complete decision list
+  return {good, broken};
+}
+
+TEST(Measurer, FaultsAreRecordedAndTheRunGoesOn) {
+  TaskSpec task = parse_task_spec("matmul:m=32,n=32,k=32+relu");
+  auto [good, broken] = good_and_broken(task);
   Measurer measurer(test_options());
   auto results = measurer.measure_each(task, {{"fault:crash", {}},
                                               {"space", good},
@@ -54,11 +60,7 @@ TEST(Measurer, FaultsAreRecordedAndTheRunGoesOn) {
 // records the same faults as measure_each, and both workers go on after each.
 TEST(Measurer, TwoPhaseTrialsRecordFaultsAndGoOn) {
   TaskSpec task = parse_task_spec("matmul:m=32,n=32,k=32+relu");
-  ScheduleSpace space(describe_task(task));
-  std::mt19937_64 rng(5);
-  auto good = space.sample(rng);
-  auto broken = good;
-  broken.pop_back();
+  auto [good, broken] = good_and_broken(task);
   std::vector<Candidate> candidates = {{"fault:crash", {}}, {"space", good},   {"fault:hang", {}},
                                        {"fault:wrong", {}}, {"space", broken}, {"reference", {}}};
   Measurer first(test_options()), second(test_options());

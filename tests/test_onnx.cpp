@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <random>
 
 #include "graph/interpreter.h"
@@ -231,61 +232,48 @@ void expect_error_mentioning(const std::string& bytes, const std::string& words)
   }
 }
 
+// A model of one node `op` reading `inputs`, with the input x: [1, 8] and what
+// `constants` adds.
+std::string one_node_model(const std::string& op, const std::vector<std::string>& inputs,
+                           const std::function<void(OnnxBuilder&)>& constants = nullptr,
+                           int opset = 13) {
+  OnnxBuilder m(opset);
+  m.input("x", {1, 8});
+  if (constants) constants(m);
+  m.node(op, inputs, "y");
+  m.output("y");
+  return m.bytes();
+}
+
 TEST(OnnxImport, BadModelsAreOneLineErrors) {
   expect_error_mentioning("this is not protobuf \x01\x02\xff", "not a valid ONNX model");
-  {
-    OnnxBuilder m;
-    m.input("x", {1, 8});
-    m.node("Erf", {"x"}, "y");
-    m.output("y");
-    expect_error_mentioning(m.bytes(), "node 'Erf_y' (Erf): operator not supported");
-  }
-  {
-    OnnxBuilder m(9);
-    m.input("x", {1, 8});
-    m.node("Relu", {"x"}, "y");
-    m.output("y");
-    expect_error_mentioning(m.bytes(), "opset 9 is not supported");
-  }
-  {
-    OnnxBuilder m;
-    m.input("x", {1, 8});
-    m.init("w", {5, 3}, random_values(15, 1));
-    m.node("MatMul", {"x", "w"}, "y");
-    m.output("y");
-    expect_error_mentioning(m.bytes(), "node 'MatMul_y' (MatMul)");
-  }
-  {
-    OnnxBuilder m;
-    m.input("x", {1, 8});
-    m.init("w", {8, 3}, random_values(10, 1));  // fewer values than the shape holds
-    m.node("MatMul", {"x", "w"}, "y");
-    m.output("y");
-    expect_error_mentioning(m.bytes(), "tensor 'w'");
-  }
-  {
-    OnnxBuilder m;
-    m.input("x", {1, 8});
-    m.node("Relu", {"missing"}, "y");
-    m.output("y");
-    expect_error_mentioning(m.bytes(), "not defined before the node");
-  }
-  {
-    OnnxBuilder m;
-    m.input("x", {1, 8});
-    m.init_ints("axes", {0, 0});  // the same axis twice
-    m.node("Unsqueeze", {"x", "axes"}, "y");
-    m.output("y");
-    expect_error_mentioning(m.bytes(), "repeated axes");
-  }
-  {
-    OnnxBuilder m;
-    m.input("x", {1, 8});
-    m.init("lo", {2}, {0, 1});  // Clip bounds must be scalars
-    m.node("Clip", {"x", "lo"}, "y");
-    m.output("y");
-    expect_error_mentioning(m.bytes(), "must be a scalar");
-  }
+  expect_error_mentioning(one_node_model("Erf", {"x"}),
+                          "node 'Erf_y' (Erf): operator not supported");
+  expect_error_mentioning(one_node_model("Relu", {"x"}, nullptr, 9), "opset 9 is not supported");
+  expect_error_mentioning(one_node_model("MatMul", {"x", "w"},
+                                         [](OnnxBuilder& m) {
+                                           m.init("w", {5, 3}, random_values(15, 1));
+                                         }),
+                          "node 'MatMul_y' (MatMul)");
+  expect_error_mentioning(  // fewer values than the shape holds
+      one_node_model("MatMul", {"x", "w"},
+                     [](OnnxBuilder& m) {
+                       m.init("w", {8, 3}, random_values(10, 1));
+                     }),
+      "tensor 'w'");
+  expect_error_mentioning(one_node_model("Relu", {"missing"}), "not defined before the node");
+  expect_error_mentioning(  // the same axis twice
+      one_node_model("Unsqueeze", {"x", "axes"},
+                     [](OnnxBuilder& m) {
+                       m.init_ints("axes", {0, 0});
+                     }),
+      "repeated axes");
+  expect_error_mentioning(  // Clip bounds must be scalars
+      one_node_model("Clip", {"x", "lo"},
+                     [](OnnxBuilder& m) {
+                       m.init("lo", {2}, {0, 1});
+                     }),
+      "must be a scalar");
   EXPECT_THROW(import_onnx("/nonexistent/model.onnx"), Error);
   EXPECT_THROW(load_model_source("no-such-model", {}), Error);
 }
