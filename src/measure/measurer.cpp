@@ -157,6 +157,11 @@ std::string Measurer::exchange(const std::string& request_line, MeasureResult& f
   return await_answer(now_seconds() + options_.timeout_seconds, failure, cutoff_ms);
 }
 
+Measurer& Measurer::twin() {
+  if (!twin_) twin_ = std::make_unique<Measurer>(options_);
+  return *twin_;
+}
+
 void Measurer::begin(const TaskSpec& task, const Candidate& candidate,
                      const TimingOptions& timing) {
   gated_cutoff_ms_ = timing.cutoff_ms;

@@ -58,7 +58,9 @@ class Measurer {
   void begin(const TaskSpec& task, const Candidate& candidate, const TimingOptions& timing);
   void wait_built();
   MeasureResult finish();
-  const MeasureOptions& options() const { return options_; }
+  // A second measurer with the same options, made once and kept (its worker too): the
+  // other half of each pair of search trials.
+  Measurer& twin();
 
  private:
   // Sends one request line, returns the answer line; on a crash, hang or OOM of the
@@ -88,6 +90,7 @@ class Measurer {
   double gated_cutoff_ms_ = 0;
   bool gated_done_ = false;
   MeasureResult gated_result_;
+  std::unique_ptr<Measurer> twin_;
 };
 
 // The worker side: reads requests line by line from stdin, answers on stdout.

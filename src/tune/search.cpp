@@ -236,7 +236,6 @@ SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& s
   Proposer proposer(space, own_records(store, task, options), options.seed);
   CostModel model(space, options.seed);
   SearchReport report;
-  Measurer second(measurer.options());  // builds the other trial of each pair
   double started = wall_seconds();
   while (report.measured < options.trials) {
     auto mine = own_records(store, task, options);
@@ -247,7 +246,7 @@ SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& s
     if (batch.empty()) break;  // the space is exhausted
     double best_ms = population.empty() ? 0 : population.front().median_ms;
     std::vector<Record> records;
-    auto measured = measure_trials(task, batch, measurer, second, best_ms);
+    auto measured = measure_trials(task, batch, measurer, measurer.twin(), best_ms);
     for (size_t i = 0; i < batch.size(); ++i) {
       const MeasureResult& m = measured[i];
       Record r{options.hardware, task.key(), task.key(),      batch[i],
