@@ -98,7 +98,7 @@ BenchEntry model_entry(const TaskSpec& task, const std::string& method, int k, M
     return entry;
   }
   GeneratedRun run =
-      measure_model_schedules(model, task, k, "tlm", measurer, store, options.hardware);
+      measure_model_schedules(model, task, {k}, "tlm", measurer, store, options.hardware);
   entry.generate_ms = run.generate_ms / k;
   const Record* best = nullptr;
   for (const auto& r : run.records)

@@ -8,16 +8,17 @@
 
 namespace tlm {
 
-GeneratedRun measure_model_schedules(ScheduleModel& model, const TaskSpec& task, int k,
-                                     const std::string& method, Measurer& measurer,
-                                     RecordStore& store, const std::string& hardware) {
+GeneratedRun measure_model_schedules(ScheduleModel& model, const TaskSpec& task,
+                                     const GenerateOptions& generate, const std::string& method,
+                                     Measurer& measurer, RecordStore& store,
+                                     const std::string& hardware) {
   std::map<std::vector<int64_t>, Record> stored;
   for (const auto& r : store.query(task.key(), hardware)) stored[r.decisions] = r;
   auto best = store.best(task.key(), hardware, 1);
   double best_ms = best.empty() ? 0 : best[0].median_ms;
   GeneratedRun run;
   auto start = std::chrono::steady_clock::now();
-  auto generated = model.generate(task, detect_hardware(), {k, "beam", 0, 1.0});
+  auto generated = model.generate(task, detect_hardware(), generate);
   run.generate_ms =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
   std::vector<Record> fresh;

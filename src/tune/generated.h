@@ -16,11 +16,12 @@ struct GeneratedRun {
   double generate_ms = 0;       // model time for all k
 };
 
-// The model's top-k (beam) schedules for a task; those the store does not have yet are
-// measured isolated (cut off like search trials) and stored with `method` and the
-// checkpoint id.
-GeneratedRun measure_model_schedules(ScheduleModel& model, const TaskSpec& task, int k,
-                                     const std::string& method, Measurer& measurer,
-                                     RecordStore& store, const std::string& hardware);
+// The model's schedules for a task (its top k by beam search by default; `generate` may
+// ask for seeded samples instead); those the store does not have yet are measured
+// isolated (cut off like search trials) and stored with `method` and the checkpoint id.
+GeneratedRun measure_model_schedules(ScheduleModel& model, const TaskSpec& task,
+                                     const GenerateOptions& generate, const std::string& method,
+                                     Measurer& measurer, RecordStore& store,
+                                     const std::string& hardware);
 
 }  // namespace tlm

@@ -49,9 +49,21 @@ int rounds_done(const std::string& audit_path) {
   return done;
 }
 
-// Fine-tunes the parent on the store's best schedules; returns the new checkpoint's id.
+// The checkpoint every round fine-tunes from: the validated base's parent (the pretrained
+// model the base was fine-tuned from), so that a candidate is the base's recipe on more
+// data rather than a fine-tune stacked on fine-tunes; the default when the base has none.
+std::string finetune_init(const Registry& registry) {
+  std::string base = registry.base_id();
+  if (!base.empty()) {
+    std::string pretrained = registry.show(base).parent;
+    if (!pretrained.empty()) return pretrained;
+  }
+  return registry.default_id();
+}
+
+// Fine-tunes on the store's best schedules; returns the new checkpoint's id.
 std::string finetune_round(const ImproveOptions& o, RecordStore& store, const Registry& registry,
-                           const std::string& parent, int round) {
+                           int round) {
   TrainOptions train;
   train.run_dir = o.run_dir + "/round-" + std::to_string(round);
   ::mkdir(train.run_dir.c_str(), 0755);
@@ -59,9 +71,26 @@ std::string finetune_round(const ImproveOptions& o, RecordStore& store, const Re
   train.steps = o.finetune_steps;
   Dataset data = best_measured(store, detect_hardware(), o.per_task, o.held_out);
   write_dataset(train.data_path, data);
-  return train_checkpoint(train, {}, registry.path_of(parent), o.models_dir,
+  return train_checkpoint(train, {}, registry.path_of(finetune_init(registry)), o.models_dir,
                           "tlm improve round " + std::to_string(round))
       .id;
+}
+
+// The parent's candidates for one task: its beam top half of K, and K/2 samples drawn
+// with the round as seed, so that a round after an unpromoted one (same parent, same
+// beam) still brings new measurements.
+int measure_round(ScheduleModel& parent, const std::string& spec, int round,
+                  const ImproveOptions& o, Measurer& measurer, RecordStore& store) {
+  TaskSpec task = parse_task_spec(spec);
+  int samples = o.trials_per_task / 2;
+  int measured = measure_model_schedules(parent, task, {o.trials_per_task - samples}, "tlm",
+                                         measurer, store, o.hardware)
+                     .measured;
+  if (samples > 0)
+    measured += measure_model_schedules(parent, task, {samples, "sample", uint64_t(round), 1.0},
+                                        "tlm", measurer, store, o.hardware)
+                    .measured;
+  return measured;
 }
 
 RoundResult run_round(const ImproveOptions& o, Measurer& measurer, RecordStore& store, int round) {
@@ -71,14 +100,11 @@ RoundResult run_round(const ImproveOptions& o, Measurer& measurer, RecordStore& 
   result.parent = registry.default_id();
   auto parent = ScheduleModel::load(registry.path_of(result.parent));
   for (size_t i = 0; i < o.tasks.size(); ++i) {
-    result.measured +=
-        measure_model_schedules(*parent, parse_task_spec(o.tasks[i]), o.trials_per_task, "tlm",
-                                measurer, store, o.hardware)
-            .measured;
+    result.measured += measure_round(*parent, o.tasks[i], round, o, measurer, store);
     std::fprintf(stderr, "\r  round %d: measured %zu/%zu tasks   ", round, i + 1, o.tasks.size());
   }
   std::fprintf(stderr, "\n");
-  result.candidate = finetune_round(o, store, registry, result.parent, round);
+  result.candidate = finetune_round(o, store, registry, round);
   auto candidate = ScheduleModel::load(registry.path_of(result.candidate));
   auto [parent_ms, candidate_ms] = held_out_geomeans(*parent, *candidate, o.held_out, measurer);
   result.parent_geomean_ms = parent_ms;

@@ -29,7 +29,7 @@ int measure_batch(TaskState& s, Measurer& measurer, RecordStore& store, Schedule
                   const TaskTuneOptions& o) {
   int measured = 0;
   if (model) {
-    GeneratedRun run = measure_model_schedules(*model, s.task, s.trials + o.batch, "tlm-tune",
+    GeneratedRun run = measure_model_schedules(*model, s.task, {s.trials + o.batch}, "tlm-tune",
                                                measurer, store, o.hardware);
     measured = run.measured;
   }
