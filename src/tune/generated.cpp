@@ -21,18 +21,19 @@ GeneratedRun measure_model_schedules(ScheduleModel& model, const TaskSpec& task,
   auto generated = model.generate(task, detect_hardware(), generate);
   run.generate_ms =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
-  std::vector<Record> fresh;
+  std::vector<std::vector<int64_t>> unmeasured;
   for (const auto& g : generated) {
     auto found = stored.find(g.decisions);
-    if (found != stored.end()) {
+    if (found != stored.end())
       run.records.push_back(found->second);
-      continue;
-    }
-    TimingOptions timing = trial_timing(best_ms);
-    MeasureResult m = measurer.measure_each(task, {{"space", g.decisions}}, &timing).at(0);
-    if (m.status == "ok" && (best_ms == 0 || m.timing.median_ms < best_ms))
-      best_ms = m.timing.median_ms;
-    fresh.push_back({hardware, task.key(), task.key(), g.decisions, method, m.status,
+    else
+      unmeasured.push_back(g.decisions);
+  }
+  auto measured = measure_trials(task, unmeasured, measurer, best_ms);
+  std::vector<Record> fresh;
+  for (size_t i = 0; i < unmeasured.size(); ++i) {
+    const MeasureResult& m = measured[i];
+    fresh.push_back({hardware, task.key(), task.key(), unmeasured[i], method, m.status,
                      m.timing.min_ms, m.timing.median_ms, m.timing.runs, model.info().id, m.detail,
                      double(std::time(nullptr))});
     run.records.push_back(fresh.back());

@@ -194,8 +194,6 @@ void print_progress(int done, int total, const SearchReport& report, double star
   if (done == total) std::fprintf(stderr, "\n");
 }
 
-}  // namespace
-
 constexpr double kFirstCutoffMs = 2000;  // before anything has passed
 
 TimingOptions trial_timing(double best_ms) {
@@ -204,13 +202,16 @@ TimingOptions trial_timing(double best_ms) {
   return timing;
 }
 
-// Measures a batch of trials, two at a time: both are built at once (one per worker, one
-// core each), then run one after the other, so timing never shares the machine. Each
-// trial's cutoff follows the best so far (`best_ms`, updated).
+}  // namespace
+
+// Two at a time: both are built at once (one per worker, one core each), then run one
+// after the other, so timing never shares the machine.
 std::vector<MeasureResult> measure_trials(const TaskSpec& task,
                                           const std::vector<std::vector<int64_t>>& batch,
-                                          Measurer& first, Measurer& second, double& best_ms) {
+                                          Measurer& first, double& best_ms) {
   std::vector<MeasureResult> results;
+  if (batch.empty()) return results;
+  Measurer& second = first.twin();
   auto note = [&](const MeasureResult& m) {
     if (m.status == "ok" && (best_ms == 0 || m.timing.median_ms < best_ms))
       best_ms = m.timing.median_ms;
@@ -246,7 +247,7 @@ SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& s
     if (batch.empty()) break;  // the space is exhausted
     double best_ms = population.empty() ? 0 : population.front().median_ms;
     std::vector<Record> records;
-    auto measured = measure_trials(task, batch, measurer, measurer.twin(), best_ms);
+    auto measured = measure_trials(task, batch, measurer, best_ms);
     for (size_t i = 0; i < batch.size(); ++i) {
       const MeasureResult& m = measured[i];
       Record r{options.hardware, task.key(), task.key(),      batch[i],

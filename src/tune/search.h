@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "graph/task_spec.h"
 #include "measure/measurer.h"
@@ -29,9 +30,12 @@ struct SearchReport {
   Record best;  // status empty when nothing passed
 };
 
-// Timing of one search trial: brief, and cut off once its first run is several times
-// slower than `best_ms` (the fastest measured so far, 0 if none).
-TimingOptions trial_timing(double best_ms);
+// Measures trials as a search does: each briefly, cut off once its first run is several
+// times slower than `best_ms` (the fastest so far, 0 if none; updated), two at a time
+// (built at once on `measurer` and its twin, then run one after the other).
+std::vector<MeasureResult> measure_trials(const TaskSpec& task,
+                                          const std::vector<std::vector<int64_t>>& trials,
+                                          Measurer& measurer, double& best_ms);
 
 SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& store,
                         const SearchOptions& options);
