@@ -23,14 +23,7 @@ bool has_flag(const std::string& flags, const std::string& flag) {
   return (" " + flags + " ").find(" " + flag + " ") != std::string::npos;
 }
 
-}  // namespace
-
-std::string Hardware::fingerprint() const {
-  return isa + "/" + std::to_string(cores) + "c/L1d" + std::to_string(l1d_bytes >> 10) + "K/L2" +
-         std::to_string(l2_bytes >> 10) + "K/L3" + std::to_string(l3_bytes >> 20) + "M";
-}
-
-Hardware detect_hardware() {
+Hardware read_hardware() {
   Hardware hw;
   std::string flags = cpuinfo_field("flags");
   if (has_flag(flags, "avx512f"))
@@ -45,6 +38,21 @@ Hardware detect_hardware() {
   hw.l3_bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
   hw.model = cpuinfo_field("model name");
   return hw;
+}
+
+}  // namespace
+
+std::string Hardware::fingerprint() const {
+  return isa + "/" + std::to_string(cores) + "c/L1d" + std::to_string(l1d_bytes >> 10) + "K/L2" +
+         std::to_string(l2_bytes >> 10) + "K/L3" + std::to_string(l3_bytes >> 20) + "M";
+}
+
+// Read once per process: the facts do not change while it runs, and reading
+// /proc/cpuinfo costs milliseconds (more when the heap is fragmented), which used to land
+// inside the timed model generation of `bench op`.
+Hardware detect_hardware() {
+  static const Hardware hardware = read_hardware();
+  return hardware;
 }
 
 int64_t available_memory_bytes() {

@@ -17,6 +17,7 @@ struct Hardware {
   std::string fingerprint() const;
 };
 
+// The machine this process runs on (read once, then cached).
 Hardware detect_hardware();
 // Memory the system could give a new allocation now (MemAvailable), in bytes.
 int64_t available_memory_bytes();
