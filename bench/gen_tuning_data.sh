@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Measured training data for the schedule model: an evolutionary search of TRIALS trials
-# (default 128) on every distinct task of the zoo's networks and of
-# bench/tuning_extra_tasks.txt (held-out tasks excluded), into bench/results/records.db. Resumable: each search tops up to TRIALS in all, so a
-# rerun after an interruption continues where it stopped. Progress: tasks done / total.
+# Measured training data for the schedule model: a search of TRIALS trials (default 128)
+# by METHOD (default evolutionary; `transfer` seeds each search with the best schedules
+# of the most similar tasks measured so far, never from a held-out task) on every distinct
+# task of the zoo's networks and of bench/tuning_extra_tasks.txt (held-out tasks
+# excluded), into bench/results/records.db. Resumable: each search tops up to TRIALS of
+# its method, so a rerun after an interruption continues where it stopped. Progress:
+# tasks done / total, ETA.
 #   TRIALS=128 bash bench/gen_tuning_data.sh [tlm executable]
+#   METHOD=transfer TRIALS=32 bash bench/gen_tuning_data.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tlm=${1:-./build/src/cli/tlm}
 trials=${TRIALS:-128}
+method=${METHOD:-evolutionary}
 db=bench/results/records.db
 list=bench/results/tuning_tasks.txt
 mkdir -p bench/results
@@ -22,8 +27,8 @@ total=$(wc -l < "$list")
 done_tasks=0
 start=$(date +%s)
 while read -r task; do
-  "$tlm" tune "$task" --method evolutionary --trials "$trials" --up-to --db "$db" \
-    --timeout 300 --memory-mb 16000 < /dev/null || echo "gen_tuning_data: $task failed" >&2
+  "$tlm" tune "$task" --method "$method" --trials "$trials" --up-to --db "$db" \
+    --exclude bench/heldout_tasks.txt --timeout 300 --memory-mb 16000 < /dev/null || echo "gen_tuning_data: $task failed" >&2
   done_tasks=$((done_tasks + 1))
   elapsed=$(($(date +%s) - start))
   echo "gen_tuning_data: $done_tasks/$total tasks, ${elapsed}s, ETA $((elapsed * (total - done_tasks) / done_tasks))s" >&2

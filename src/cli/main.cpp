@@ -213,7 +213,7 @@ void print_tasks(const std::string& model, const ZooOptions& zoo, bool specs_onl
 // Everything the task, search and bench commands read from the command line.
 struct Flags {
   CommonFlags common;
-  std::string spec, method = "space", decisions, json_path;
+  std::string spec, method = "space", decisions, json_path, transfer_exclude;
   bool up_to = false, specs_only = false;
   std::string methods =
       "evolutionary-1000,random-1000,adams2019,mullapudi2016,li2018,onednn,openblas";
@@ -254,9 +254,12 @@ void add_task_commands(CLI::App& app, Flags& f, Commands& c) {
 void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
   c.tune = app.add_subcommand("tune", "search a task's space with measured trials");
   c.tune->add_option("task", f.spec, "task spec")->required();
-  c.tune->add_option("--method", f.search.method, "random | evolutionary");
+  c.tune->add_option("--method", f.search.method,
+                     "random | evolutionary | transfer (evolutionary, seeded from similar tasks)");
   c.tune->add_option("--trials", f.search.trials, "measured trials");
   c.tune->add_option("--seed", f.search.seed, "random seed");
+  c.tune->add_option("--exclude", f.transfer_exclude,
+                     "task list (e.g. held-out tasks) transfer never seeds from");
   c.tune->add_flag("--up-to", f.up_to,
                    "--trials is the total, counting this method's stored trials");
   add_common(c.tune, f.common);
@@ -316,7 +319,10 @@ int run(int argc, char** argv) {
   if (*c.space) print_space(f.spec);
   if (*c.lang) print_sentence(f.spec, f.decisions, f.search.seed);
   if (*c.tasks) print_tasks(f.spec, f.zoo, f.specs_only);
-  if (*c.tune) run_tune(f.spec, f.search, f.up_to, f.common);
+  if (*c.tune) {
+    f.search.transfer_excluded = read_list_file(f.transfer_exclude);
+    run_tune(f.spec, f.search, f.up_to, f.common);
+  }
   if (*c.measure) run_measure(f.spec, f.method, f.decisions, f.common);
   if (*c.bench_op) {
     f.bench.methods = split(f.methods, ',');

@@ -22,7 +22,7 @@ namespace {
 bool is_search(const std::string& method, std::string& name, int& trials) {
   auto dash = method.find('-');
   name = method.substr(0, dash);
-  if (name != "random" && name != "evolutionary") return false;
+  if (name != "random" && name != "evolutionary" && name != "transfer") return false;
   trials = dash == std::string::npos ? 1000 : int(parse_int(method.substr(dash + 1), method));
   return true;
 }
@@ -51,7 +51,7 @@ BenchEntry search_entry(const TaskSpec& task, const std::string& method, const s
   };
   int have = int(stored().size());
   if (have < trials) {
-    SearchOptions search{name, trials - have, 16, options.seed + have, options.hardware, true};
+    SearchOptions search{name, trials - have, 16, options.seed + have, options.hardware, true, {}};
     std::fprintf(stderr, "%s: %s, %d more trials\n", task.key().c_str(), name.c_str(),
                  trials - have);
     run_search(task, measurer, store, search);

@@ -9,6 +9,7 @@
 
 #include "space/schedule_space.h"
 #include "tune/cost_model.h"
+#include "tune/transfer.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -19,6 +20,7 @@ constexpr int kMinPopulation = 8;  // passing records before evolution starts
 constexpr int kPool = 512;         // candidates scored per generation
 constexpr int kGenerations = 3;
 constexpr int kTournament = 4;
+constexpr int kTransferSeeds = 16;  // schedules carried over from similar tasks (transfer)
 // Search trials are timed briefly (the verification run is their warm-up); the benchmark
 // re-times the winners interleaved. A trial whose first run is this many times slower than
 // the best so far is not timed further.
@@ -155,6 +157,16 @@ std::vector<Decisions> guided_batch(Proposer& proposer, const CostModel& model,
   return batch;
 }
 
+// Up to `count` of the seeds not measured yet, taken off the front of `seeds`.
+std::vector<Decisions> take_seeds(Proposer& proposer, std::vector<Decisions>& seeds, int count) {
+  std::vector<Decisions> batch;
+  while (!seeds.empty() && int(batch.size()) < count) {
+    if (proposer.fresh(seeds.front())) batch.push_back(seeds.front());
+    seeds.erase(seeds.begin());
+  }
+  return batch;
+}
+
 std::vector<Decisions> propose(Proposer& proposer, CostModel& model, const std::string& method,
                                const std::vector<Record>& population, int count) {
   if (method == "random" || population.size() < size_t(kMinPopulation) || !model.trained())
@@ -231,19 +243,25 @@ std::vector<MeasureResult> measure_trials(const TaskSpec& task,
 
 SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& store,
                         const SearchOptions& options) {
-  if (options.method != "random" && options.method != "evolutionary")
-    throw Error("unknown search method '" + options.method + "' (random|evolutionary)");
+  if (options.method != "random" && options.method != "evolutionary" &&
+      options.method != "transfer")
+    throw Error("unknown search method '" + options.method + "' (random|evolutionary|transfer)");
   ScheduleSpace space(describe_task(task));
   Proposer proposer(space, own_records(store, task, options), options.seed);
   CostModel model(space, options.seed);
+  std::vector<Decisions> seeds;
+  if (options.method == "transfer")
+    seeds = transfer_seeds(store, task, space, options.hardware, kTransferSeeds, options.seed,
+                           options.transfer_excluded);
   SearchReport report;
   double started = wall_seconds();
   while (report.measured < options.trials) {
     auto mine = own_records(store, task, options);
     auto population = population_of(space, mine);
     int count = std::min(options.batch, options.trials - report.measured);
-    if (options.method == "evolutionary") model.fit(mine);
-    auto batch = propose(proposer, model, options.method, population, count);
+    if (options.method != "random") model.fit(mine);
+    auto batch = take_seeds(proposer, seeds, count);
+    if (batch.empty()) batch = propose(proposer, model, options.method, population, count);
     if (batch.empty()) break;  // the space is exhausted
     double best_ms = population.empty() ? 0 : population.front().median_ms;
     std::vector<Record> records;

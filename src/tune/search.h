@@ -1,8 +1,9 @@
 // Search in our own schedule space: random sampling and an evolutionary search, each
 // with a budget of measured trials. Every measured candidate, good or bad, is stored;
 // the evolutionary population is read back from the store, so a search resumes where
-// an earlier one (of any method) left off. These are baselines for the generator and
-// produce its training data.
+// an earlier one (of the same method) left off. These are baselines for the generator and
+// produce its training data. `transfer` is the evolutionary search whose first trials are
+// the best schedules of the most similar stored tasks (see transfer.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,12 +16,13 @@
 namespace tlm {
 
 struct SearchOptions {
-  std::string method = "evolutionary";  // random | evolutionary
+  std::string method = "evolutionary";  // random | evolutionary | transfer
   int trials = 64;
   int batch = 16;  // candidates measured between two store commits
   uint64_t seed = 1;
-  std::string hardware;  // fingerprint stored with each record
-  bool progress = true;  // progress line on stderr
+  std::string hardware;                        // fingerprint stored with each record
+  bool progress = true;                        // progress line on stderr
+  std::vector<std::string> transfer_excluded;  // task specs transfer never seeds from
 };
 
 struct SearchReport {

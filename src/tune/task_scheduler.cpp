@@ -34,8 +34,8 @@ int measure_batch(TaskState& s, Measurer& measurer, RecordStore& store, Schedule
     measured = run.measured;
   }
   if (measured == 0) {  // no model, or its beam holds nothing new
-    SearchOptions search{"evolutionary",         o.batch,    o.batch,
-                         uint64_t(1 + s.trials), o.hardware, false};
+    SearchOptions search{"transfer", o.batch, o.batch, uint64_t(1 + s.trials),
+                         o.hardware, false,   {}};
     measured = run_search(s.task, measurer, store, search).measured;
   }
   double before = s.best_ms;

@@ -1,0 +1,85 @@
+// Transfer seeds: the best schedules of similar stored tasks carried into a task's space
+// by point name. Every seed is a legal schedule of the target; the nearest task comes
+// first; shared decisions survive exactly; other ops and excluded tasks are never used.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
+#include <random>
+
+#include "space/schedule_space.h"
+#include "tune/transfer.h"
+
+namespace tlm {
+namespace {
+
+const std::string kHardware = "test-hardware";
+
+std::string fresh_db(const std::string& name) {
+  std::string path = ::testing::TempDir() + "tlm_transfer_" + name + std::to_string(getpid());
+  std::remove(path.c_str());
+  return path;
+}
+
+// Stores `count` random schedules of `spec` with distinct latencies; returns the fastest.
+std::vector<int64_t> store_random(RecordStore& store, const std::string& spec, int count,
+                                  uint64_t seed) {
+  TaskSpec task = parse_task_spec(spec);
+  ScheduleSpace space(describe_task(task));
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> fastest;
+  for (int i = 0; i < count; ++i) {
+    auto d = space.sample(rng);
+    double ms = 1.0 + i;
+    if (i == 0) fastest = d;
+    store.add({{kHardware, task.key(), spec, d, "test", "ok", ms, ms, 3, "", "", 0}});
+  }
+  return fastest;
+}
+
+std::map<std::string, int64_t> named(const ScheduleSpace& space, const std::vector<int64_t>& d) {
+  std::map<std::string, int64_t> out;
+  for (size_t i = 0; i < space.num_points(); ++i) out[space.point(i).name] = d[i];
+  return out;
+}
+
+const std::string kTarget = "conv2d:n=1,c=64,h=28,w=28,k=128,r=3,s=3,stride=1,pad=1+bias+relu";
+const std::string kSameLoops = "conv2d:n=1,c=64,h=28,w=28,k=128,r=3,s=3,stride=1,pad=1+bias";
+const std::string kFar = "conv2d:n=1,c=512,h=7,w=7,k=2048,r=1,s=1,stride=1,pad=0+bias+add+relu";
+
+TEST(Transfer, SeedsAreLegalNearestFirstAndKeepSharedDecisions) {
+  RecordStore store(fresh_db("legal"));
+  auto near_best = store_random(store, kSameLoops, 5, 1);
+  store_random(store, kFar, 5, 2);
+  store_random(store, "conv2d:n=1,c=32,h=56,w=56,k=64,r=3,s=3,stride=2,pad=1+bias+relu", 5, 3);
+  store_random(store, "matmul:m=64,n=64,k=64", 5, 4);
+  store_random(store, kTarget, 5, 5);  // the task itself is never its own source
+  TaskSpec target = parse_task_spec(kTarget);
+  ScheduleSpace space(describe_task(target));
+  auto seeds = transfer_seeds(store, target, space, kHardware, 8, 7);
+  ASSERT_EQ(seeds.size(), 3u);  // the three other conv tasks; never the matmul
+  for (const auto& s : seeds) EXPECT_TRUE(space.is_legal(s));
+  // The nearest task has the same loops: every decision it shares by name is kept.
+  ScheduleSpace near_space(describe_task(parse_task_spec(kSameLoops)));
+  auto carried = named(space, seeds[0]);
+  int shared = 0;
+  for (const auto& [name, value] : named(near_space, near_best)) {
+    if (!carried.count(name)) continue;
+    EXPECT_EQ(carried[name], value) << name;
+    ++shared;
+  }
+  EXPECT_GE(shared, 15);
+}
+
+TEST(Transfer, ExcludedTasksAndOtherHardwareAreNeverSources) {
+  RecordStore store(fresh_db("excluded"));
+  store_random(store, kSameLoops, 3, 1);
+  TaskSpec target = parse_task_spec(kTarget);
+  ScheduleSpace space(describe_task(target));
+  EXPECT_TRUE(transfer_seeds(store, target, space, kHardware, 8, 7, {kSameLoops}).empty());
+  EXPECT_TRUE(transfer_seeds(store, target, space, "other-hardware", 8, 7).empty());
+  EXPECT_EQ(transfer_seeds(store, target, space, kHardware, 8, 7).size(), 1u);
+}
+
+}  // namespace
+}  // namespace tlm
