@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -113,6 +114,30 @@ TEST_P(Generation, GreedyMatchesAPlainFullPassDecoder) {
     sentence.push_back(best);
   }
   EXPECT_EQ(greedy, cursor.decisions());
+}
+
+// A beam's score is the sentence's log-probability under the model (softmax over the
+// whole vocabulary at every token, the forced ones included), as a full forward pass over
+// the finished sentence computes it; so a number whose digits start a value the space
+// forbids pays for the continuation the model wanted.
+TEST_P(Generation, BeamScoreIsTheSentenceLogProbabilityUnderTheModel) {
+  torch::manual_seed(5);
+  Gpt model(tiny_config());
+  model->eval();
+  TaskSpec task = parse_task_spec(GetParam());
+  ScheduleSpace space(describe_task(task));
+  auto prompt = encode_prompt(test_hardware(), task, space.shape());
+  auto best = generate(model, prompt, space, {4, "beam", 0, 1.0}).at(0);
+  auto body = encode_decisions(space, best.decisions);
+  std::vector<int64_t> sentence(prompt.begin(), prompt.end());
+  sentence.insert(sentence.end(), body.begin(), body.end());
+  torch::NoGradGuard no_grad;
+  auto tokens = torch::tensor(sentence, torch::kLong).view({1, int64_t(sentence.size())});
+  auto log_probs = torch::log_softmax(model->forward(tokens)[0], -1);
+  double expected = 0;
+  for (size_t i = prompt.size(); i < sentence.size(); ++i)
+    expected += log_probs[int64_t(i) - 1][sentence[i]].item<double>();
+  EXPECT_NEAR(best.log_prob, expected, 1e-3 * std::max(1.0, std::fabs(expected)));
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryOpKind, Generation, ::testing::Values(TLM_EVERY_OP_KIND));

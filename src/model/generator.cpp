@@ -21,12 +21,16 @@ struct Choice {
   double score;
 };
 
-// Log-probabilities of the allowed tokens under the model renormalized over them (the
-// constrained distribution): a token the space forces has log-probability 0.
-std::vector<double> allowed_log_probs(const std::vector<int>& allowed, const float* logits) {
+// Log-probabilities of the allowed tokens under the model (normalized over the whole
+// vocabulary, not over the allowed tokens), so a sentence scores its probability under
+// the model. Renormalizing over the allowed set at each step gave a forced continuation
+// probability 1: a digit whose intended number was illegal ("6" meant as "64" where 96
+// has no divisor 64) kept all the mass of that number, and beams ended in tiny tiles.
+std::vector<double> allowed_log_probs(const std::vector<int>& allowed, const float* logits,
+                                      int vocab) {
   double top = -1e30, sum = 0;
-  for (int t : allowed) top = std::max(top, double(logits[t]));
-  for (int t : allowed) sum += std::exp(logits[t] - top);
+  for (int t = 0; t < vocab; ++t) top = std::max(top, double(logits[t]));
+  for (int t = 0; t < vocab; ++t) sum += std::exp(logits[t] - top);
   std::vector<double> out;
   for (int t : allowed) out.push_back(logits[t] - top - std::log(sum));
   return out;
@@ -39,7 +43,7 @@ std::vector<Choice> best_choices(const std::vector<Beam>& beams, const torch::Te
   std::vector<Choice> choices;
   for (size_t b = 0; b < beams.size(); ++b) {
     const auto& allowed = beams[b].cursor.allowed();
-    auto lp = allowed_log_probs(allowed, logits[int64_t(b)].data_ptr<float>());
+    auto lp = allowed_log_probs(allowed, logits[int64_t(b)].data_ptr<float>(), int(logits.size(1)));
     for (size_t i = 0; i < allowed.size(); ++i)
       choices.push_back({int(b), allowed[i], beams[b].score + lp[i]});
   }
@@ -59,7 +63,7 @@ std::vector<Choice> sampled_choices(const std::vector<Beam>& beams, const torch:
   std::vector<Choice> choices;
   for (size_t b = 0; b < beams.size(); ++b) {
     const auto& allowed = beams[b].cursor.allowed();
-    auto lp = allowed_log_probs(allowed, logits[int64_t(b)].data_ptr<float>());
+    auto lp = allowed_log_probs(allowed, logits[int64_t(b)].data_ptr<float>(), int(logits.size(1)));
     std::vector<double> weights;
     for (double l : lp) weights.push_back(std::exp(l / temperature));
     std::discrete_distribution<size_t> pick(weights.begin(), weights.end());

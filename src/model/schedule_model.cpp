@@ -1,5 +1,6 @@
 #include "model/schedule_model.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "lang/sentence.h"
@@ -39,7 +40,15 @@ std::vector<Generated> ScheduleModel::generate(const TaskSpec& task, const Hardw
                                                const GenerateOptions& options) {
   ScheduleSpace space(describe_task(task));
   auto prompt = encode_prompt(hardware, task, space.shape());
-  return tlm::generate(impl_->model, prompt, space, options, &impl_->prompt_cache);
+  GenerateOptions run = options;
+  if (run.mode == "beam") run.k = std::max(run.k, kTopOneBeam);
+  auto generated = tlm::generate(impl_->model, prompt, space, run, &impl_->prompt_cache);
+  if (int(generated.size()) > options.k) generated.resize(options.k);
+  return generated;
+}
+
+std::vector<int64_t> ScheduleModel::top_one(const TaskSpec& task, const Hardware& hardware) {
+  return generate(task, hardware, {1, "beam", 0, 1.0}).at(0).decisions;
 }
 
 const CheckpointInfo& ScheduleModel::info() const {

@@ -91,8 +91,7 @@ BenchEntry model_entry(const TaskSpec& task, const std::string& method, int k, M
   BenchEntry entry{method, {}, 0, {}};
   if (k == 1) {
     auto start = std::chrono::steady_clock::now();
-    entry.decisions =
-        model.generate(task, detect_hardware(), {1, "greedy", 0, 1.0}).at(0).decisions;
+    entry.decisions = model.top_one(task, detect_hardware());
     entry.generate_ms =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
     return entry;

@@ -40,7 +40,7 @@ PlanTask choose_schedule(const TaskUse& use, const CompileOptions& o, const Reco
   }
   if (model && (any || o.strategy == "tlm")) {
     t.strategy = "tlm", t.checkpoint = model->info().id;
-    t.decisions = model->generate(task, machine, {1, "greedy", 0, 1.0}).at(0).decisions;
+    t.decisions = model->top_one(task, machine);
     return t;
   }
   if (o.strategy == "store" || o.strategy == "tlm")
