@@ -6,8 +6,9 @@
 // id); the pretrained model the validated base came from is fine-tuned on the best
 // measured schedules per task (held-out tasks never enter its data), the base's recipe on
 // the grown data; the new checkpoint and the current default each write their top-1
-// schedule for every held-out task, measured interleaved. The new checkpoint is promoted
-// only if the held-out geomean latency improves; otherwise it is kept but not used.
+// schedule for every held-out task, measured interleaved three times (medians kept). The
+// new checkpoint is promoted only if the held-out geomean latency improves; otherwise it
+// is kept but not used.
 // Every round appends one line to `<run dir>/audit.jsonl` (data added, metrics,
 // decision); a round found there is not run again, so an interrupted run resumes, and
 // its measurements are in the store already.
@@ -27,8 +28,8 @@ struct ImproveOptions {
   std::vector<std::string> held_out;  // evaluation tasks, never trained on
   int rounds = 3;
   int trials_per_task = 16;
-  int finetune_steps = 300;  // the shipped model's recipe (models/README.md)
-  int per_task = 8;          // best schedules per task in the fine-tuning data
+  int finetune_steps = 1000;  // the shipped model's recipe (models/README.md)
+  int per_task = 4;           // best schedules per task in the fine-tuning data
   std::string run_dir = "improve";
   std::string models_dir = "models";
   std::string hardware;
