@@ -73,13 +73,13 @@ void wait_until_other_threads_idle(double max_seconds) {
   }
 }
 
+}  // namespace
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-
-}  // namespace
 
 // Before a run: a fixed gap, or until the other threads are idle if `settle_max` > 0.
 void settle(double gap, double settle_max) {

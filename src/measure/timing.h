@@ -35,6 +35,9 @@ struct TimingOptions {
   double settle_max_ms = 300;  // several kernels: longest wait for idle threads per turn
 };
 
+// The median of `values` (the mean of the middle two for an even count); not empty.
+double median(std::vector<double> values);
+
 std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& kernels,
                                      const TimingOptions& options, uint64_t seed);
 

@@ -2,7 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -10,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "measure/timing.h"
 #include "model/dataset.h"
 #include "model/registry.h"
 #include "model/schedule_model.h"
@@ -20,11 +20,6 @@ namespace tlm {
 namespace {
 
 constexpr int kGateRepeats = 3;  // interleaved measurements per held-out task
-
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 // Geomean latency over the held-out tasks of each model's top-1 schedule. Per task the
 // two are measured interleaved kGateRepeats times and each keeps its median (one run's
@@ -44,7 +39,7 @@ std::pair<double, double> held_out_geomeans(ScheduleModel& a, ScheduleModel& b,
       runs_a.push_back(r[0].status == "ok" ? r[0].timing.median_ms : 0);
       runs_b.push_back(r[1].status == "ok" ? r[1].timing.median_ms : 0);
     }
-    double ms_a = median_of(runs_a), ms_b = median_of(runs_b);
+    double ms_a = median(runs_a), ms_b = median(runs_b);
     if (ms_a == 0 && ms_b == 0) ms_a = ms_b = 1;
     if (ms_a == 0) ms_a = 10 * ms_b;
     if (ms_b == 0) ms_b = 10 * ms_a;
