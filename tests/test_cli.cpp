@@ -59,6 +59,17 @@ TEST(Cli, BadInputIsOneLineAndNonZero) {
   std::ofstream(corrupt) << "this is not a database, just text that fills a page......";
   expect_one_line_error("tune 'matmul:m=8,n=8,k=8' --trials 1 --db " + corrupt,
                         "not a tlm record database");
+  std::string db = temp_path("tune.db");
+  expect_one_line_error("tune 'matmul:m=8,n=8,k=8' --method annealing --db " + db,
+                        "unknown search method 'annealing'");
+  expect_one_line_error("tune 'matmul:m=8,n=8,k=8' --method transfer --exclude " +
+                            temp_path("missing-list.txt") + " --db " + db,
+                        "cannot read");
+  std::string bad_list = temp_path("bad-list.txt");
+  std::ofstream(bad_list) << "conv3d:c=1\n";
+  expect_one_line_error(
+      "tune 'matmul:m=8,n=8,k=8' --method transfer --exclude " + bad_list + " --db " + db,
+      "unknown op 'conv3d'");
 }
 
 // The model's commands: missing or corrupt models, data and registries are one-line errors.
