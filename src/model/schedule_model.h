@@ -32,6 +32,7 @@ struct GenerateOptions {
   double temperature = 1.0;   // sample only
 };
 
+// Beam width behind the model's top-1 (and the narrowest beam ScheduleModel runs).
 constexpr int kTopOneBeam = 8;
 
 struct Generated {

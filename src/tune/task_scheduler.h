@@ -6,8 +6,9 @@
 // times its expected relative gain (the gain its last batch brought, but at least a
 // small floor, so a task that stalls once is not written off). Candidates come from the
 // model when there is one (its next beam schedules not yet measured) and from the
-// transfer search otherwise (evolution seeded from similar stored tasks). Everything measured goes
-// to the store, where the compiler's "auto"/"store" strategy finds each task's best.
+// transfer search otherwise (evolution seeded from similar stored tasks). Everything
+// measured goes to the store, where the compiler's "auto"/"store" strategy finds each
+// task's best.
 #pragma once
 #include <string>
 #include <vector>
