@@ -55,6 +55,58 @@ TEST(Gpt, CachedStepsMatchTheFullForwardPass) {
   EXPECT_EQ(cache.length(), 20);
 }
 
+// Beams branching from one prompt: the prompt's keys and values are shared, each beam's
+// own tokens are cached apart and reordered; every beam still scores as its full sequence.
+TEST(Gpt, SharedPromptCacheMatchesTheFullForwardPass) {
+  torch::manual_seed(2);
+  Gpt model(tiny_config());
+  model->eval();
+  torch::NoGradGuard no_grad;
+  auto prompt = torch::randint(0, tiny_config().vocab, {1, 10}, torch::kLong);
+  auto own = torch::randint(0, tiny_config().vocab, {3, 6}, torch::kLong);
+  KvCache cache;
+  model->step(prompt, cache);
+  cache.share();
+  cache.select(torch::zeros({3}, torch::kLong));
+  auto last = model->step(own.slice(1, 0, 3), cache);    // three tokens at once
+  cache.select(torch::tensor({2, 0, 1}, torch::kLong));  // the beams reorder
+  auto rows = own.index_select(0, torch::tensor({2, 0, 1}, torch::kLong));
+  for (int t = 3; t < 6; ++t) last = model->step(rows.slice(1, t, t + 1), cache);
+  auto full = model->forward(torch::cat({prompt.expand({3, 10}), rows}, 1));
+  EXPECT_TRUE(torch::allclose(full.select(1, -1), last.select(1, -1), 1e-4, 1e-5));
+  EXPECT_EQ(cache.length(), 16);
+  EXPECT_EQ(cache.shared_length(), 10);
+}
+
+// A ragged step gives each beam its own number of new tokens (the rest padding): every
+// beam's logits at its real tokens still equal the full forward pass over its sequence.
+TEST(Gpt, RaggedStepsMatchTheFullForwardPass) {
+  torch::manual_seed(3);
+  Gpt model(tiny_config());
+  model->eval();
+  torch::NoGradGuard no_grad;
+  int vocab = tiny_config().vocab;
+  auto prompt = torch::randint(0, vocab, {1, 7}, torch::kLong);
+  KvCache cache;
+  model->step(prompt, cache);
+  cache.share();
+  cache.select(torch::zeros({2}, torch::kLong));
+  // Beam 0 gets 3 then 1 tokens, beam 1 gets 1 then 3 (padding fills the gaps).
+  auto first = torch::randint(0, vocab, {2, 3}, torch::kLong);
+  auto second = torch::randint(0, vocab, {2, 3}, torch::kLong);
+  auto out1 = model->step(first, cache, {3, 1});
+  auto out2 = model->step(second, cache, {1, 3});
+  auto beam0 = torch::cat({prompt, first.slice(0, 0, 1), second.slice(0, 0, 1).slice(1, 0, 1)}, 1);
+  auto beam1 = torch::cat({prompt, first.slice(0, 1, 2).slice(1, 0, 1), second.slice(0, 1, 2)}, 1);
+  auto full0 = model->forward(beam0), full1 = model->forward(beam1);
+  EXPECT_TRUE(torch::allclose(full0.slice(1, 7, 10)[0], out1[0], 1e-4, 1e-5));
+  EXPECT_TRUE(torch::allclose(full0.select(1, 10)[0], out2[0][0], 1e-4, 1e-5));
+  EXPECT_TRUE(torch::allclose(full1.select(1, 7)[0], out1[1][0], 1e-4, 1e-5));
+  EXPECT_TRUE(torch::allclose(full1.slice(1, 8, 11)[0], out2[1], 1e-4, 1e-5));
+  EXPECT_THROW(model->step(second, cache, {0, 3}), Error);  // a count below 1
+  EXPECT_THROW(model->step(second, cache, {1}), Error);     // a count missing
+}
+
 TEST(Gpt, ConfigErrorsAreClear) {
   EXPECT_THROW(ModelConfig::from_json("{\"context\": 64}"), Error);
   EXPECT_THROW(ModelConfig::from_json("not json"), Error);

@@ -73,11 +73,12 @@ std::vector<Choice> sampled_choices(const std::vector<Beam>& beams, const torch:
   return choices;
 }
 
-// With one live sequence, the tokens the space forces after `beam`'s last choice (a
-// decision's name, a number's end) need no model evaluation to be chosen: they are pushed
-// now and enter the cache in the same step as the choice. Returns them.
-std::vector<int64_t> push_forced(Beam& beam, int eos) {
-  std::vector<int64_t> forced;
+// The tokens the space forces after `beam`'s last choice (a decision's name, a number's
+// end) need no choice: they are pushed now and enter the cache in the same model step as
+// the choice (their probability is added to the score from that step's logits). Returns
+// them. <eos> is never forced here, so a finished sentence always ends on a choice.
+std::vector<int> push_forced(Beam& beam, int eos) {
+  std::vector<int> forced;
   while (!beam.cursor.done() && beam.cursor.allowed().size() == 1 &&
          beam.cursor.allowed()[0] != eos) {
     forced.push_back(beam.cursor.allowed()[0]);
@@ -102,8 +103,34 @@ torch::Tensor token_tensor(const std::vector<int>& tokens) {
   return torch::tensor(ids, torch::kLong).view({1, int64_t(ids.size())});
 }
 
-// Runs the prompt into `cache`, reusing the keys and values of the longest prefix it
-// shares with `prompt_cache` (which then holds this prompt); returns the last logits.
+// One model step for every live beam, each with its own tokens (its choice and the tokens
+// forced after it; rows padded to the longest). Adds each forced token's log-probability
+// to its beam's score; returns each beam's logits for its next choice, [beams, vocab].
+torch::Tensor step_beams(Gpt& model, KvCache& cache, std::vector<Beam>& beams,
+                         const std::vector<std::vector<int>>& tokens) {
+  size_t width = 0;
+  for (const auto& row : tokens) width = std::max(width, row.size());
+  std::vector<int64_t> ids(beams.size() * width, Vocabulary::get().pad()), counts, last;
+  for (size_t b = 0; b < beams.size(); ++b) {
+    std::copy(tokens[b].begin(), tokens[b].end(), ids.begin() + int64_t(b * width));
+    counts.push_back(int64_t(tokens[b].size()));
+    last.push_back(int64_t(tokens[b].size()) - 1);
+  }
+  auto batch = torch::tensor(ids, torch::kLong).view({int64_t(beams.size()), int64_t(width)});
+  auto logits = model->step(batch, cache, counts).contiguous();  // [beams, width, vocab]
+  int vocab = int(logits.size(2));
+  for (size_t b = 0; b < beams.size(); ++b)
+    for (size_t i = 1; i < tokens[b].size(); ++i) {
+      const float* row = logits[int64_t(b)][int64_t(i - 1)].data_ptr<float>();
+      beams[b].score += allowed_log_probs({tokens[b][i]}, row, vocab)[0];
+    }
+  auto rows = torch::arange(int64_t(beams.size()), torch::kLong);
+  return logits.index({rows, torch::tensor(last, torch::kLong)});
+}
+
+// Runs the prompt into `cache` as its shared part, reusing the keys and values of the
+// longest prefix it shares with `prompt_cache` (which then holds this prompt); returns
+// the last logits.
 torch::Tensor prefill(Gpt& model, const std::vector<int>& prompt, KvCache& cache,
                       PromptCache* prompt_cache) {
   size_t shared = 0;
@@ -112,14 +139,16 @@ torch::Tensor prefill(Gpt& model, const std::vector<int>& prompt, KvCache& cache
     while (shared < seen.size() && shared < prompt.size() && seen[shared] == prompt[shared])
       ++shared;
     shared = std::min(shared, prompt.size() - 1);  // at least one token gives the logits
-    for (size_t l = 0; l < prompt_cache->cache.keys.size() && shared > 0; ++l) {
-      cache.keys.push_back(prompt_cache->cache.keys[l].slice(2, 0, int64_t(shared)));
-      cache.values.push_back(prompt_cache->cache.values[l].slice(2, 0, int64_t(shared)));
+    const KvCache& old = prompt_cache->cache;
+    for (size_t l = 0; l < old.shared_keys.size() && shared > 0; ++l) {
+      cache.keys.push_back(old.shared_keys[l].slice(2, 0, int64_t(shared)));
+      cache.values.push_back(old.shared_values[l].slice(2, 0, int64_t(shared)));
     }
     if (cache.keys.empty()) shared = 0;
   }
   std::vector<int> rest(prompt.begin() + int64_t(shared), prompt.end());
   torch::Tensor last = model->step(token_tensor(rest), cache).select(1, -1);  // [1, vocab]
+  cache.share();
   if (prompt_cache) prompt_cache->tokens = prompt, prompt_cache->cache = cache;
   return last;
 }
@@ -153,7 +182,8 @@ std::vector<Generated> generate(Gpt& model, const std::vector<int>& prompt,
     auto choices = sampling ? sampled_choices(beams, logits, options.temperature, rng)
                             : best_choices(beams, logits, width);
     std::vector<Beam> next;
-    std::vector<int64_t> rows, tokens;
+    std::vector<int64_t> rows;
+    std::vector<std::vector<int>> tokens;
     for (const Choice& c : choices) {
       Beam beam = beams[c.beam];
       beam.cursor.push(c.token);
@@ -162,20 +192,17 @@ std::vector<Generated> generate(Gpt& model, const std::vector<int>& prompt,
         finished.push_back(beam);
         continue;
       }
+      tokens.push_back({c.token});
+      for (int t : push_forced(beam, eos)) tokens.back().push_back(t);
       next.push_back(beam);
       rows.push_back(c.beam);
-      tokens.push_back(c.token);
     }
     beams = std::move(next);
     if (beams.empty() || (!sampling && done_searching(finished, beams, width))) break;
     bool same_rows = int64_t(rows.size()) == cache.keys[0].size(0);
     for (size_t r = 0; r < rows.size() && same_rows; ++r) same_rows = rows[r] == int64_t(r);
     if (!same_rows) cache.select(torch::tensor(rows, torch::kLong));
-    if (beams.size() == 1)
-      for (int64_t t : push_forced(beams[0], eos)) tokens.push_back(t);
-    int64_t fresh = beams.size() == 1 ? int64_t(tokens.size()) : 1;
-    auto step = torch::tensor(tokens, torch::kLong).view({int64_t(beams.size()), fresh});
-    last = model->step(step, cache).select(1, -1);
+    last = step_beams(model, cache, beams, tokens);
   }
   if (!sampling)
     std::stable_sort(finished.begin(), finished.end(),

@@ -12,19 +12,34 @@
 
 namespace tlm {
 
-// Keys and values of every layer for the tokens seen so far, per sequence of the batch.
+// Keys and values of every layer for the tokens seen so far. Sequences that branch from
+// one prompt (beams, samples) keep the prompt's keys and values once, shared by all of
+// them, and each sequence's own tokens apart: reordering or extending the beams then
+// copies only their own few tokens, not the prompt's hundred.
 struct KvCache {
-  std::vector<torch::Tensor> keys, values;  // per layer: [batch, heads, length, head_dim]
-  int64_t length() const { return keys.empty() ? 0 : keys[0].size(2); }
+  // Per layer: [1, heads, shared length, head_dim], the same for every sequence (or empty).
+  std::vector<torch::Tensor> shared_keys, shared_values;
+  // Per layer: [batch, heads, own length, head_dim].
+  std::vector<torch::Tensor> keys, values;
+  // [batch, own length], true where a sequence has a token; undefined while all do. A
+  // ragged step (sequences given different numbers of new tokens) leaves holes.
+  torch::Tensor filled;
+  int64_t shared_length() const { return shared_keys.empty() ? 0 : shared_keys[0].size(2); }
+  int64_t length() const { return shared_length() + (keys.empty() ? 0 : keys[0].size(2)); }
   // Keeps the sequences at `rows` (in that order), e.g. the beams that survive a step.
   void select(const torch::Tensor& rows);
+  // Makes everything cached so far (one sequence, no holes) the shared part; own parts
+  // start empty.
+  void share();
 };
 
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const ModelConfig& config);
-  // x: [batch, new, d]; `cache` (if any) holds this layer's earlier keys and values.
-  torch::Tensor forward(torch::Tensor x, torch::Tensor* keys, torch::Tensor* values);
+  // x: [batch, new, d]; `hidden` (if defined): which keys each new position may not see,
+  // broadcastable to [batch, heads, new, own keys]; `cache` (if any) holds layer `layer`'s
+  // earlier keys and values.
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& hidden, KvCache* cache, size_t layer);
 
  private:
   int heads_;
@@ -40,11 +55,15 @@ class GptImpl : public torch::nn::Module {
   int64_t parameter_count();
   // tokens [batch, length] -> logits [batch, length, vocab].
   torch::Tensor forward(const torch::Tensor& tokens);
-  // Appends `tokens` [batch, new] to `cache`; returns logits of the new positions.
-  torch::Tensor step(const torch::Tensor& tokens, KvCache& cache);
+  // Appends `tokens` [batch, new] to `cache`; returns logits of the new positions. With
+  // `counts`, sequence b gets only its first counts[b] tokens (1..new), the rest being
+  // padding that no position ever attends to; its logits at padding are meaningless.
+  torch::Tensor step(const torch::Tensor& tokens, KvCache& cache,
+                     const std::vector<int64_t>& counts = {});
 
  private:
-  torch::Tensor run(const torch::Tensor& tokens, KvCache* cache);
+  torch::Tensor run(const torch::Tensor& tokens, KvCache* cache,
+                    const std::vector<int64_t>& counts);
 
   ModelConfig config_;
   torch::nn::Embedding token_embedding_{nullptr}, position_embedding_{nullptr};

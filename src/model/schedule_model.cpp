@@ -31,7 +31,9 @@ std::unique_ptr<ScheduleModel> ScheduleModel::load(const std::string& checkpoint
     auto prompt = torch::full({1, 16}, int64_t(Vocabulary::get().bos()), torch::kLong);
     impl->model->step(prompt, cache);
     impl->model->step(prompt.slice(1, 0, 3), cache);
-    impl->model->step(prompt.slice(1, 0, 1), cache);
+    cache.share();  // and a step of a beam of kTopOneBeam over a shared prompt
+    cache.select(torch::zeros({kTopOneBeam}, torch::kLong));
+    impl->model->step(prompt.slice(1, 0, 1).expand({kTopOneBeam, 1}), cache);
   }
   return std::unique_ptr<ScheduleModel>(new ScheduleModel(std::move(impl)));
 }
