@@ -1,6 +1,7 @@
 // Transfer seeds: the best schedules of similar stored tasks carried into a task's space
 // by point name. Every seed is a legal schedule of the target; the nearest task comes
 // first; shared decisions survive exactly; other ops and excluded tasks are never used.
+// Also the task scheduler, which spends a whole model's measurements across its tasks.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <random>
 
 #include "space/schedule_space.h"
+#include "tune/task_scheduler.h"
 #include "tune/transfer.h"
 
 namespace tlm {
@@ -79,6 +81,28 @@ TEST(Transfer, ExcludedTasksAndOtherHardwareAreNeverSources) {
   EXPECT_TRUE(transfer_seeds(store, target, space, kHardware, 8, 7, {kSameLoops}).empty());
   EXPECT_TRUE(transfer_seeds(store, target, space, "other-hardware", 8, 7).empty());
   EXPECT_EQ(transfer_seeds(store, target, space, kHardware, 8, 7).size(), 1u);
+}
+
+// The task scheduler: unmeasured tasks first, then the largest expected saving (weight x
+// gain) among tasks that have not converged; it stops once nothing is worth a batch.
+TEST(TaskScheduler, SpendsWhereTheExpectedSavingIsLargestAndStopsWhenNothingPays) {
+  //                     count trials best_ms gain stalls
+  std::vector<TaskProgress> tasks = {{1, 8, 2.0, 0.10, 0},  // saving 0.2
+                                     {4, 8, 1.0, 0.30, 0},  // saving 1.2
+                                     {1, 8, 50.0, 0.0, 2},  // converged: never again
+                                     {2, 0, 0.0, 1.0, 0}};  // not measured yet
+  EXPECT_EQ(next_task(tasks), 3);
+  tasks[3] = {2, 8, 0.5, 0.05, 0};
+  EXPECT_EQ(next_task(tasks), 1);
+  tasks[1].gain = 0.0;  // the floor (2%) still counts: 4 x 1.0 x 0.02 = 0.08 < 0.2
+  EXPECT_EQ(next_task(tasks), 0);
+  tasks[0].stalls = tasks[1].stalls = tasks[3].stalls = 2;
+  EXPECT_EQ(next_task(tasks), -1);  // everything converged
+  // A task worth far less than 0.1% of the model's time is not measured again.
+  std::vector<TaskProgress> tiny = {{1, 8, 100.0, 0.0, 2}, {1, 8, 0.001, 1.0, 0}};
+  EXPECT_EQ(next_task(tiny), -1);
+  tiny[1].best_ms = 1.0;  // 1.0 x 1.0 >= 0.1% of 101
+  EXPECT_EQ(next_task(tiny), 1);
 }
 
 }  // namespace

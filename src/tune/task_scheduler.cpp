@@ -10,13 +10,16 @@ namespace tlm {
 namespace {
 
 constexpr double kGainFloor = 0.02;
+// A batch that improves a task's best by less than this is a stall; a task that stalls
+// kPatience batches in a row has converged and gets no more (Ansor's early stopping).
+constexpr double kStallGain = 0.005;
+constexpr int kPatience = 2;
+// Measuring stops when no batch is expected to save this fraction of the model's time.
+constexpr double kWorthwhileSaving = 0.001;
 
 struct TaskState {
   TaskSpec task;
-  int count = 0;
-  int trials = 0;
-  double best_ms = 0;  // 0 = nothing passed yet
-  double gain = 1;     // relative improvement of its last batch
+  TaskProgress progress;
 };
 
 double best_stored(const RecordStore& store, const TaskSpec& task, const std::string& hardware) {
@@ -25,41 +28,48 @@ double best_stored(const RecordStore& store, const TaskSpec& task, const std::st
 }
 
 // Measures one more batch of candidates for `s`; returns how many were measured.
-int measure_batch(TaskState& s, Measurer& measurer, RecordStore& store, ScheduleModel* model,
+int measure_batch(TaskState& state, Measurer& measurer, RecordStore& store, ScheduleModel* model,
                   const TaskTuneOptions& o) {
+  TaskProgress& s = state.progress;
   int measured = 0;
   if (model) {
-    GeneratedRun run = measure_model_schedules(*model, s.task, {s.trials + o.batch}, "tlm-tune",
+    GeneratedRun run = measure_model_schedules(*model, state.task, {s.trials + o.batch}, "tlm-tune",
                                                measurer, store, o.hardware);
     measured = run.measured;
   }
   if (measured == 0) {  // no model, or its beam holds nothing new
     SearchOptions search{"transfer", o.batch, o.batch, uint64_t(1 + s.trials),
                          o.hardware, false,   {}};
-    measured = run_search(s.task, measurer, store, search).measured;
+    measured = run_search(state.task, measurer, store, search).measured;
   }
   double before = s.best_ms;
-  s.best_ms = best_stored(store, s.task, o.hardware);
+  s.best_ms = best_stored(store, state.task, o.hardware);
   s.gain = before > 0 && s.best_ms > 0 ? (before - s.best_ms) / before : 1;
+  s.stalls = s.gain < kStallGain ? s.stalls + 1 : 0;
   s.trials += o.batch;
   return measured;
 }
 
-// The next task to measure: any task without a first batch, else the largest expected saving.
-int pick(const std::vector<TaskState>& states) {
-  int chosen = -1;
-  double best_score = -1;
-  for (size_t i = 0; i < states.size(); ++i) {
-    const TaskState& s = states[i];
-    if (s.trials == 0) return int(i);
-    double weight = s.count * (s.best_ms > 0 ? s.best_ms : 1e3);
-    double score = weight * std::max(kGainFloor, s.gain);
-    if (score > best_score) best_score = score, chosen = int(i);
-  }
-  return chosen;
+// The model time a task accounts for: occurrences x best latency (1 s while unmeasured).
+double weight(const TaskProgress& s) {
+  return s.count * (s.best_ms > 0 ? s.best_ms : 1e3);
 }
 
 }  // namespace
+
+int next_task(const std::vector<TaskProgress>& tasks) {
+  int chosen = -1;
+  double best_score = 0, total = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const TaskProgress& s = tasks[i];
+    if (s.trials == 0) return int(i);
+    total += weight(s);
+    if (s.stalls >= kPatience) continue;
+    double score = weight(s) * std::max(kGainFloor, s.gain);
+    if (score > best_score) best_score = score, chosen = int(i);
+  }
+  return best_score >= kWorthwhileSaving * total ? chosen : -1;
+}
 
 TaskTuneReport tune_tasks(const std::vector<TaskUse>& tasks, Measurer& measurer, RecordStore& store,
                           ScheduleModel* model, const TaskTuneOptions& o) {
@@ -67,12 +77,17 @@ TaskTuneReport tune_tasks(const std::vector<TaskUse>& tasks, Measurer& measurer,
   std::vector<TaskState> states;
   for (const auto& use : tasks) {
     TaskSpec task = parse_task_spec(use.spec);
-    states.push_back({task, use.count, 0, best_stored(store, task, o.hardware), 1});
+    states.push_back({task, {use.count, 0, best_stored(store, task, o.hardware), 1, 0}});
   }
   TaskTuneReport report;
   int budget = o.trials_per_task * int(tasks.size()), spent = 0;
+  std::vector<TaskProgress> progress;
   while (spent < budget && !states.empty()) {
-    TaskState& s = states[size_t(pick(states))];
+    progress.clear();
+    for (const auto& s : states) progress.push_back(s.progress);
+    int next = next_task(progress);
+    if (next < 0) break;  // every task converged, or what is left is not worth measuring
+    TaskState& s = states[size_t(next)];
     report.measured += measure_batch(s, measurer, store, model, o);
     spent += o.batch;
     if (o.progress) {
@@ -83,7 +98,7 @@ TaskTuneReport tune_tasks(const std::vector<TaskUse>& tasks, Measurer& measurer,
     }
   }
   if (o.progress) std::fprintf(stderr, "\n");
-  for (const auto& s : states) report.trials.push_back(s.trials);
+  for (const auto& s : states) report.trials.push_back(s.progress.trials);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

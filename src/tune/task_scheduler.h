@@ -4,7 +4,10 @@
 // Every task first gets one batch. After that each batch goes to the task with the
 // largest expected saving of model time: its weight (occurrences x best latency so far)
 // times its expected relative gain (the gain its last batch brought, but at least a
-// small floor, so a task that stalls once is not written off). Candidates come from the
+// small floor, so a task that stalls once is not written off). A task whose best has not
+// moved in two batches has converged and gets no more; measuring ends early once no batch
+// is expected to save 0.1% of the model's time, so tiny tasks (a squeeze-excite's dense
+// layers) get one batch and the budget is "up to" N per task. Candidates come from the
 // model when there is one (its next beam schedules not yet measured) and from the
 // transfer search otherwise (evolution seeded from similar stored tasks). Everything
 // measured goes to the store, where the compiler's "auto"/"store" strategy finds each
@@ -32,6 +35,18 @@ struct TaskTuneReport {
   double seconds = 0;
   std::vector<int> trials;  // per task
 };
+
+// Where a task's measurement stands.
+struct TaskProgress {
+  int count = 0;       // occurrences in the model
+  int trials = 0;      // candidates measured so far
+  double best_ms = 0;  // 0 = nothing passed yet
+  double gain = 1;     // relative improvement its last batch brought
+  int stalls = 0;      // batches in a row that improved it by less than 0.5%
+};
+
+// The task that gets the next batch (an index), or -1 when measuring should stop.
+int next_task(const std::vector<TaskProgress>& tasks);
 
 TaskTuneReport tune_tasks(const std::vector<TaskUse>& tasks, Measurer& measurer, RecordStore& store,
                           ScheduleModel* model, const TaskTuneOptions& options);
