@@ -98,6 +98,11 @@ TaskTuneReport tune_tasks(const std::vector<TaskUse>& tasks, Measurer& measurer,
     }
   }
   if (o.progress) std::fprintf(stderr, "\n");
+  if (o.progress && spent < budget)
+    std::fprintf(stderr,
+                 "  tuning: stopped after %d of %d trials: every task converged or no batch "
+                 "was expected to save 0.1%% of the model's time\n",
+                 spent, budget);
   for (const auto& s : states) report.trials.push_back(s.progress.trials);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
