@@ -117,7 +117,9 @@ torch::Tensor step_beams(Gpt& model, KvCache& cache, std::vector<Beam>& beams,
     last.push_back(int64_t(tokens[b].size()) - 1);
   }
   auto batch = torch::tensor(ids, torch::kLong).view({int64_t(beams.size()), int64_t(width)});
-  auto logits = model->step(batch, cache, counts).contiguous();  // [beams, width, vocab]
+  bool ragged =
+      std::any_of(counts.begin(), counts.end(), [&](int64_t c) { return c < int64_t(width); });
+  auto logits = model->step(batch, cache, ragged ? counts : std::vector<int64_t>{}).contiguous();
   int vocab = int(logits.size(2));
   for (size_t b = 0; b < beams.size(); ++b)
     for (size_t i = 1; i < tokens[b].size(); ++i) {
