@@ -88,11 +88,38 @@ TEST(Vocabulary, UnseenShapesStillEncode) {
   ScheduleSpace space(describe_task(task));
   auto prompt = encode_prompt(test_hardware(), task, space.shape());
   std::string text = sentence_text(prompt);
-  EXPECT_NE(text.find("n 1 1 0 0 8 #"), std::string::npos) << text;
-  EXPECT_NE(text.find("k 4 0 9 9 #"), std::string::npos) << text;
+  EXPECT_NE(text.find("n ~14 1 1 0 0 8 #"), std::string::npos) << text;
+  EXPECT_NE(text.find("k ~13 4 0 9 9 #"), std::string::npos) << text;
   std::mt19937_64 rng(3);
   auto decisions = space.sample(rng);
   EXPECT_EQ(decode_decisions(space, encode_decisions(space, decisions)), decisions);
+}
+
+// A number's magnitude token is its power-of-two range, the same for every task.
+TEST(Vocabulary, MagnitudesArePowerOfTwoRanges) {
+  const Vocabulary& v = Vocabulary::get();
+  std::vector<std::pair<int64_t, std::string>> cases = {
+      {0, "~0"},  {1, "~1"},  {2, "~2"},   {3, "~2"},   {4, "~3"},
+      {64, "~7"}, {96, "~7"}, {127, "~7"}, {128, "~8"}, {int64_t(1) << 40, "~41"}};
+  for (const auto& [value, token] : cases) EXPECT_EQ(v.text(v.magnitude(value)), token) << value;
+  EXPECT_THROW(v.magnitude(-1), Error);
+}
+
+// After a point's name, the cursor allows the magnitudes of its legal values only, then
+// the digits of the legal values of the chosen magnitude.
+TEST(Vocabulary, CursorOffersMagnitudesThenTheirValues) {
+  const Vocabulary& v = Vocabulary::get();
+  ScheduleSpace space(describe_task(parse_task_spec("matmul:m=96,n=96,k=96")));
+  DecisionCursor cursor(space);
+  cursor.push(cursor.allowed().at(0));  // out.tile1.d0: divisors of 96
+  std::vector<std::string> magnitudes;
+  for (int t : cursor.allowed()) magnitudes.push_back(v.text(t));
+  EXPECT_EQ(magnitudes, (std::vector<std::string>{"~1", "~2", "~3", "~4", "~5", "~6", "~7"}));
+  cursor.push(v.id("~6"));  // 32 and 48
+  EXPECT_EQ(cursor.allowed(), (std::vector<int>{v.digit(3), v.digit(4)}));
+  cursor.push(v.digit(4));
+  EXPECT_EQ(cursor.allowed(), (std::vector<int>{v.digit(8)}));
+  EXPECT_THROW(cursor.push(v.digit(0)), Error);
 }
 
 TEST(Vocabulary, MalformedSentencesAreErrors) {

@@ -132,11 +132,18 @@ void DecisionCursor::push(int token) {
   if (token == v.eos()) {
     done_ = true;
     allowed_.clear();
-  } else if (naming_) {
-    naming_ = false;
+  } else if (naming_) {  // the value's magnitude is next
+    naming_ = false, sizing_ = true;
+    values_ = space_->legal_values(decisions_.size(), decisions_);
+    allowed_.clear();
+    for (int64_t value : values_) allowed_.push_back(v.magnitude(value));
+    std::sort(allowed_.begin(), allowed_.end());
+    allowed_.erase(std::unique(allowed_.begin(), allowed_.end()), allowed_.end());
+  } else if (sizing_) {  // the digits of the legal values of that magnitude
+    sizing_ = false;
     legal_.clear();
-    for (int64_t value : space_->legal_values(decisions_.size(), decisions_))
-      legal_.push_back(std::to_string(value));
+    for (int64_t value : values_)
+      if (v.magnitude(value) == token) legal_.push_back(std::to_string(value));
     allow_digits();
   } else if (token == v.number_end()) {
     decisions_.push_back(std::stoll(digits_));

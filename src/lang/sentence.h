@@ -1,15 +1,16 @@
 // Sentence: a task and a schedule in the tensor language, and back.
 //
-//   <bos> isa x86-64-avx512 vector_bits 5 1 2 # cores 2 # ... f32 op:matmul m 1 0 2 4 # ...
-//   stage:anchor loops 1 0 2 4 # 1 0 2 4 # rloops 1 0 2 4 # stage:output loops ... ;
-//   out.tile1.d0 6 4 # out.tile2.d0 3 2 # ... acc.unroll_reduction 0 # <eos>
+//   <bos> isa x86-64-avx512 vector_bits ~10 5 1 2 # cores ~2 2 # ... f32 op:matmul
+//   m ~11 1 0 2 4 # ... stage:anchor loops ~11 1 0 2 4 # ... ;
+//   out.tile1.d0 ~7 6 4 # out.tile2.d0 ~6 3 2 # ... acc.unroll_reduction ~0 0 # <eos>
 //
 // The prompt (up to ";") describes the hardware, the task and every stage's loop extents
 // in the order the decision points refer to them (innermost first). The decisions name
 // each point of the task's space in order and give its value. DecisionCursor walks the
-// decisions token by token and says which tokens are legal next: the point's name, then
-// only digits that still spell a legal value, `#` once they do. A generator that picks
-// among those tokens alone always writes a schedule of the space.
+// decisions token by token and says which tokens are legal next: the point's name, the
+// magnitudes of its legal values, then only digits that still spell a legal value of that
+// magnitude, `#` once they do. A generator that picks among those tokens alone always
+// writes a schedule of the space.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -48,9 +49,10 @@ class DecisionCursor {
 
   const ScheduleSpace* space_;  // a pointer, so cursors can be copied and assigned
   std::vector<int64_t> decisions_;
-  std::vector<std::string> legal_;  // the current point's legal values, in decimal
+  std::vector<int64_t> values_;     // the current point's legal values
+  std::vector<std::string> legal_;  // those of the chosen magnitude, in decimal
   std::string digits_;              // digits of the current value so far
-  bool naming_ = true, done_ = false;
+  bool naming_ = true, sizing_ = false, done_ = false;
   std::vector<int> allowed_;
 };
 

@@ -25,6 +25,8 @@ Vocabulary::Vocabulary() {
   separator_ = id(";"), number_end_ = id("#");
   digit0_ = size();
   for (int d = 0; d < 10; ++d) add(std::to_string(d));
+  magnitude0_ = size();
+  for (int k = 0; k < kMagnitudes; ++k) add("~" + std::to_string(k));
   // Hardware words.
   for (const char* word : {"isa", "vector_bits", "cores", "l1d_kb", "l2_kb", "l3_kb", "x86-64",
                            "x86-64-avx2", "x86-64-avx512", "f32"})
@@ -53,8 +55,15 @@ const std::string& Vocabulary::text(int id) const {
   return tokens_[id];
 }
 
-void Vocabulary::append_number(int64_t value, std::vector<int>& out) const {
+int Vocabulary::magnitude(int64_t value) const {
   if (value < 0) throw Error("tensor language: negative number " + std::to_string(value));
+  int bits = 0;
+  for (uint64_t v = uint64_t(value); v; v >>= 1) ++bits;
+  return magnitude0_ + bits;
+}
+
+void Vocabulary::append_number(int64_t value, std::vector<int>& out) const {
+  out.push_back(magnitude(value));
   for (char c : std::to_string(value)) out.push_back(digit(c - '0'));
   out.push_back(number_end_);
 }

@@ -2,9 +2,12 @@
 //
 // A sentence is `prompt ; decisions`. The prompt describes the hardware and the task in
 // words (op, parameter keys, epilogues, stage kinds) and numbers; the decisions name each
-// decision point by one token and give its value as a number. Numbers are spelled in
-// decimal digits closed by `#` (512 -> "5" "1" "2" "#"), so a shape never seen in
-// training still reads as digits the model knows, and no value is out of vocabulary.
+// decision point by one token and give its value as a number. A number is its magnitude
+// (a token for its power-of-two range: 0, 1, 2-3, 4-7, 8-15, ...) then its decimal
+// digits closed by `#` (512 -> "~10" "5" "1" "2" "#"). The magnitude says what matters
+// across shapes ("a tile near 64", "as long as the row") in one token that means the same
+// for every task; the digits make it exact, so a shape never seen in training still reads
+// as tokens the model knows, and no value is out of vocabulary.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -30,8 +33,11 @@ class Vocabulary {
   int number_end() const { return number_end_; }
   int digit(int d) const { return digit0_ + d; }
   bool is_digit(int id) const { return id >= digit0_ && id < digit0_ + 10; }
+  // The magnitude token of a value >= 0: "~0" for 0, "~k" for 2^(k-1) <= value < 2^k.
+  int magnitude(int64_t value) const;
+  bool is_magnitude(int id) const { return id >= magnitude0_ && id < magnitude0_ + kMagnitudes; }
 
-  // Appends `value` (>= 0) as digits and `#`.
+  // Appends `value` (>= 0) as its magnitude, its digits and `#`.
   void append_number(int64_t value, std::vector<int>& out) const;
   // A vocabulary fingerprint: checkpoints record it, so a changed vocabulary is caught.
   std::string hash() const;
@@ -42,7 +48,9 @@ class Vocabulary {
 
   std::vector<std::string> tokens_;
   std::map<std::string, int> ids_;
+  static constexpr int kMagnitudes = 64;  // every int64_t value has one
   int pad_ = 0, bos_ = 0, eos_ = 0, separator_ = 0, number_end_ = 0, digit0_ = 0;
+  int magnitude0_ = 0;
 };
 
 }  // namespace tlm
