@@ -66,8 +66,8 @@ TEST_P(Sentences, CursorSpellsExactlyTheLegalValues) {
             spelled.insert(value);
           } else {
             DecisionCursor next = c;
-            next.push(t);
-            walk(next, value * 10 + (t - v.digit(0)));
+            next.push(t);  // a magnitude leaves the value as it is; a digit extends it
+            walk(next, v.is_magnitude(t) ? value : value * 10 + (t - v.digit(0)));
           }
         }
       };
