@@ -125,8 +125,7 @@ TEST(Gpt, ConfigErrorsAreClear) {
 class Generation : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Generation, EveryScheduleIsLegalAndDecodingIsDeterministic) {
-  torch::manual_seed(2);
-  Gpt model(tiny_config());
+  Gpt model = tiny_model(2);
   TaskSpec task = parse_task_spec(GetParam());
   ScheduleSpace space(describe_task(task));
   auto prompt = encode_prompt(test_hardware(), task, space.shape());
@@ -151,9 +150,7 @@ TEST_P(Generation, EveryScheduleIsLegalAndDecodingIsDeterministic) {
 // one cached step) picks what a plain decoder picks: full forward pass over the whole
 // sentence each step, the most probable allowed token.
 TEST_P(Generation, GreedyMatchesAPlainFullPassDecoder) {
-  torch::manual_seed(3);
-  Gpt model(tiny_config());
-  model->eval();
+  Gpt model = tiny_model(3);
   TaskSpec task = parse_task_spec(GetParam());
   ScheduleSpace space(describe_task(task));
   auto prompt = encode_prompt(test_hardware(), task, space.shape());
@@ -178,9 +175,7 @@ TEST_P(Generation, GreedyMatchesAPlainFullPassDecoder) {
 // the finished sentence computes it; so a number whose digits start a value the space
 // forbids pays for the continuation the model wanted.
 TEST_P(Generation, BeamScoreIsTheSentenceLogProbabilityUnderTheModel) {
-  torch::manual_seed(5);
-  Gpt model(tiny_config());
-  model->eval();
+  Gpt model = tiny_model(5);
   TaskSpec task = parse_task_spec(GetParam());
   ScheduleSpace space(describe_task(task));
   auto prompt = encode_prompt(test_hardware(), task, space.shape());
@@ -201,8 +196,7 @@ INSTANTIATE_TEST_SUITE_P(EveryOpKind, Generation, ::testing::Values(TLM_EVERY_OP
 
 // Reusing the keys and values of the previous prompt's shared prefix changes nothing.
 TEST(Generation, PromptCacheGivesTheSameSchedules) {
-  torch::manual_seed(4);
-  Gpt model(tiny_config());
+  Gpt model = tiny_model(4);
   PromptCache prompt_cache;
   for (const char* spec : {TLM_EVERY_OP_KIND, TLM_EVERY_OP_KIND}) {
     TaskSpec task = parse_task_spec(spec);
