@@ -110,6 +110,10 @@ TEST(Gpt, RaggedStepsMatchTheFullForwardPass) {
   EXPECT_TRUE(torch::allclose(full1.slice(1, 8, 11)[0], out2[1], 1e-4, 1e-5));
   EXPECT_THROW(model->step(second, cache, {0, 3}), Error);  // a count below 1
   EXPECT_THROW(model->step(second, cache, {1}), Error);     // a count missing
+  KvCache empty;  // a ragged first step, with nothing cached before it
+  auto alone = model->step(first, empty, {3, 1});
+  EXPECT_TRUE(torch::allclose(alone[0], model->forward(first.slice(0, 0, 1))[0], 1e-4, 1e-5));
+  EXPECT_EQ(empty.length(), 3);
 }
 
 TEST(Gpt, ConfigErrorsAreClear) {
