@@ -39,10 +39,25 @@ Hardware test_hardware() {
   return hw;
 }
 
-TEST(Gpt, CachedStepsMatchTheFullForwardPass) {
-  torch::manual_seed(1);
+// A tiny model in evaluation mode, seeded.
+Gpt tiny_model(int seed) {
+  torch::manual_seed(seed);
   Gpt model(tiny_config());
   model->eval();
+  return model;
+}
+
+// A cache holding `prompt` [1, length] as the shared part of `beams` sequences.
+KvCache beams_after(Gpt& model, const torch::Tensor& prompt, int beams) {
+  KvCache cache;
+  model->step(prompt, cache);
+  cache.share();
+  cache.select(torch::zeros({beams}, torch::kLong));
+  return cache;
+}
+
+TEST(Gpt, CachedStepsMatchTheFullForwardPass) {
+  Gpt model = tiny_model(1);
   torch::NoGradGuard no_grad;
   auto tokens = torch::randint(0, tiny_config().vocab, {2, 20}, torch::kLong);
   auto full = model->forward(tokens);
@@ -58,16 +73,11 @@ TEST(Gpt, CachedStepsMatchTheFullForwardPass) {
 // Beams branching from one prompt: the prompt's keys and values are shared, each beam's
 // own tokens are cached apart and reordered; every beam still scores as its full sequence.
 TEST(Gpt, SharedPromptCacheMatchesTheFullForwardPass) {
-  torch::manual_seed(2);
-  Gpt model(tiny_config());
-  model->eval();
+  Gpt model = tiny_model(2);
   torch::NoGradGuard no_grad;
   auto prompt = torch::randint(0, tiny_config().vocab, {1, 10}, torch::kLong);
   auto own = torch::randint(0, tiny_config().vocab, {3, 6}, torch::kLong);
-  KvCache cache;
-  model->step(prompt, cache);
-  cache.share();
-  cache.select(torch::zeros({3}, torch::kLong));
+  KvCache cache = beams_after(model, prompt, 3);
   auto last = model->step(own.slice(1, 0, 3), cache);    // three tokens at once
   cache.select(torch::tensor({2, 0, 1}, torch::kLong));  // the beams reorder
   auto rows = own.index_select(0, torch::tensor({2, 0, 1}, torch::kLong));
@@ -81,16 +91,11 @@ TEST(Gpt, SharedPromptCacheMatchesTheFullForwardPass) {
 // A ragged step gives each beam its own number of new tokens (the rest padding): every
 // beam's logits at its real tokens still equal the full forward pass over its sequence.
 TEST(Gpt, RaggedStepsMatchTheFullForwardPass) {
-  torch::manual_seed(3);
-  Gpt model(tiny_config());
-  model->eval();
+  Gpt model = tiny_model(3);
   torch::NoGradGuard no_grad;
   int vocab = tiny_config().vocab;
   auto prompt = torch::randint(0, vocab, {1, 7}, torch::kLong);
-  KvCache cache;
-  model->step(prompt, cache);
-  cache.share();
-  cache.select(torch::zeros({2}, torch::kLong));
+  KvCache cache = beams_after(model, prompt, 2);
   // Beam 0 gets 3 then 1 tokens, beam 1 gets 1 then 3 (padding fills the gaps).
   auto first = torch::randint(0, vocab, {2, 3}, torch::kLong);
   auto second = torch::randint(0, vocab, {2, 3}, torch::kLong);
@@ -105,6 +110,10 @@ TEST(Gpt, RaggedStepsMatchTheFullForwardPass) {
   EXPECT_TRUE(torch::allclose(full1.slice(1, 8, 11)[0], out2[1], 1e-4, 1e-5));
   EXPECT_THROW(model->step(second, cache, {0, 3}), Error);  // a count below 1
   EXPECT_THROW(model->step(second, cache, {1}), Error);     // a count missing
+  KvCache empty;  // a ragged first step, with nothing cached before it
+  auto alone = model->step(first, empty, {3, 1});
+  EXPECT_TRUE(torch::allclose(alone[0], model->forward(first.slice(0, 0, 1))[0], 1e-4, 1e-5));
+  EXPECT_EQ(empty.length(), 3);
 }
 
 TEST(Gpt, ConfigErrorsAreClear) {
@@ -120,8 +129,7 @@ TEST(Gpt, ConfigErrorsAreClear) {
 class Generation : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Generation, EveryScheduleIsLegalAndDecodingIsDeterministic) {
-  torch::manual_seed(2);
-  Gpt model(tiny_config());
+  Gpt model = tiny_model(2);
   TaskSpec task = parse_task_spec(GetParam());
   ScheduleSpace space(describe_task(task));
   auto prompt = encode_prompt(test_hardware(), task, space.shape());
@@ -146,9 +154,7 @@ TEST_P(Generation, EveryScheduleIsLegalAndDecodingIsDeterministic) {
 // one cached step) picks what a plain decoder picks: full forward pass over the whole
 // sentence each step, the most probable allowed token.
 TEST_P(Generation, GreedyMatchesAPlainFullPassDecoder) {
-  torch::manual_seed(3);
-  Gpt model(tiny_config());
-  model->eval();
+  Gpt model = tiny_model(3);
   TaskSpec task = parse_task_spec(GetParam());
   ScheduleSpace space(describe_task(task));
   auto prompt = encode_prompt(test_hardware(), task, space.shape());
@@ -173,9 +179,7 @@ TEST_P(Generation, GreedyMatchesAPlainFullPassDecoder) {
 // the finished sentence computes it; so a number whose digits start a value the space
 // forbids pays for the continuation the model wanted.
 TEST_P(Generation, BeamScoreIsTheSentenceLogProbabilityUnderTheModel) {
-  torch::manual_seed(5);
-  Gpt model(tiny_config());
-  model->eval();
+  Gpt model = tiny_model(5);
   TaskSpec task = parse_task_spec(GetParam());
   ScheduleSpace space(describe_task(task));
   auto prompt = encode_prompt(test_hardware(), task, space.shape());
@@ -196,8 +200,7 @@ INSTANTIATE_TEST_SUITE_P(EveryOpKind, Generation, ::testing::Values(TLM_EVERY_OP
 
 // Reusing the keys and values of the previous prompt's shared prefix changes nothing.
 TEST(Generation, PromptCacheGivesTheSameSchedules) {
-  torch::manual_seed(4);
-  Gpt model(tiny_config());
+  Gpt model = tiny_model(4);
   PromptCache prompt_cache;
   for (const char* spec : {TLM_EVERY_OP_KIND, TLM_EVERY_OP_KIND}) {
     TaskSpec task = parse_task_spec(spec);

@@ -108,6 +108,10 @@ TEST(CompiledVsTorch, BertBase) {
 TEST(CompiledVsTorch, Gpt2) {
   expect_compiled_matches_torch("gpt2", {1, 16, 2, 224});
 }
+// One LLaMA-7B decoder layer at full width (4096, 11008; 202M weights), a short sequence.
+TEST(CompiledVsTorch, Llama7bLayer) {
+  expect_compiled_matches_torch("llama-7b", {1, 8, 1, 224});
+}
 
 }  // namespace
 }  // namespace tlm

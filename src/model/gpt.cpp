@@ -41,6 +41,19 @@ void KvCache::select(const torch::Tensor& rows) {
   if (filled.defined()) filled = filled.index_select(0, rows);
 }
 
+torch::Tensor KvCache::next_positions(int64_t batch) const {
+  if (filled.defined()) return filled.sum(1, true) + shared_length();
+  return torch::full({batch, 1}, length(), torch::kLong);
+}
+
+void KvCache::extend_filled(int64_t batch, int64_t fresh, const torch::Tensor& new_filled) {
+  if (!filled.defined() && !new_filled.defined()) return;  // no holes anywhere
+  int64_t own = length() - shared_length();
+  auto old = filled.defined() ? filled : torch::ones({batch, own}, torch::kBool);
+  auto added = new_filled.defined() ? new_filled : torch::ones({batch, fresh}, torch::kBool);
+  filled = torch::cat({old, added}, 1);
+}
+
 void KvCache::share() {
   if ((!keys.empty() && keys[0].size(0) != 1) || (filled.defined() && !filled.all().item<bool>()))
     throw Error("kv cache: only one sequence without holes can be shared");
@@ -165,16 +178,12 @@ torch::Tensor hidden_keys(int64_t past, int64_t fresh, const torch::Tensor& fill
 torch::Tensor GptImpl::run(const torch::Tensor& tokens, KvCache* cache,
                            const std::vector<int64_t>& counts) {
   int64_t batch = tokens.size(0), fresh = tokens.size(1);
-  int64_t shared = cache ? cache->shared_length() : 0, own = cache ? cache->length() - shared : 0;
+  int64_t own = cache ? cache->length() - cache->shared_length() : 0;
   torch::Tensor new_filled = counts.empty() ? torch::Tensor() : filled_rows(counts, batch, fresh);
   if (new_filled.defined() && !cache) throw Error("model: a ragged step needs a cache");
-  // Each sequence's positions continue from its own token count.
-  auto start = torch::full({batch, 1}, shared + own, torch::kLong);
-  if (cache && cache->filled.defined()) start = cache->filled.sum(1, true) + shared;
-  int64_t longest =
-      (start + (counts.empty() ? fresh : *std::max_element(counts.begin(), counts.end())))
-          .max()
-          .item<int64_t>();
+  auto start = cache ? cache->next_positions(batch) : torch::zeros({batch, 1}, torch::kLong);
+  int64_t added = counts.empty() ? fresh : *std::max_element(counts.begin(), counts.end());
+  int64_t longest = start.max().item<int64_t>() + added;
   if (longest > config_.context)
     throw Error("model: sentence of " + std::to_string(longest) + " tokens exceeds context " +
                 std::to_string(config_.context));
@@ -184,11 +193,7 @@ torch::Tensor GptImpl::run(const torch::Tensor& tokens, KvCache* cache,
     cache->keys.resize(blocks_->size());
     cache->values.resize(blocks_->size());
   }
-  if (cache && (cache->filled.defined() || new_filled.defined())) {
-    auto old = cache->filled.defined() ? cache->filled : torch::ones({batch, own}, torch::kBool);
-    auto added = new_filled.defined() ? new_filled : torch::ones({batch, fresh}, torch::kBool);
-    cache->filled = torch::cat({old, added}, 1);
-  }
+  if (cache) cache->extend_filled(batch, fresh, new_filled);
   auto hidden = hidden_keys(own, fresh, cache ? cache->filled : torch::Tensor());
   for (size_t l = 0; l < blocks_->size(); ++l)
     x = blocks_[l]->as<BlockImpl>()->forward(x, hidden, cache, l);

@@ -25,9 +25,16 @@ struct KvCache {
   // ragged step (sequences given different numbers of new tokens) leaves holes.
   torch::Tensor filled;
   int64_t shared_length() const { return shared_keys.empty() ? 0 : shared_keys[0].size(2); }
-  int64_t length() const { return shared_length() + (keys.empty() ? 0 : keys[0].size(2)); }
+  int64_t length() const {
+    return shared_length() + (keys.empty() || !keys[0].defined() ? 0 : keys[0].size(2));
+  }
   // Keeps the sequences at `rows` (in that order), e.g. the beams that survive a step.
   void select(const torch::Tensor& rows);
+  // [batch, 1]: the position each sequence's next token takes (holes do not count).
+  torch::Tensor next_positions(int64_t batch) const;
+  // Records a step of `fresh` new tokens per sequence; `new_filled` ([batch, fresh], or
+  // undefined when all are real) marks the real ones. Call before the keys grow.
+  void extend_filled(int64_t batch, int64_t fresh, const torch::Tensor& new_filled);
   // Makes everything cached so far (one sequence, no holes) the shared part; own parts
   // start empty.
   void share();

@@ -17,33 +17,27 @@ constexpr int kPatience = 2;
 // Measuring stops when no batch is expected to save this fraction of the model's time.
 constexpr double kWorthwhileSaving = 0.001;
 
-struct TaskState {
-  TaskSpec task;
-  TaskProgress progress;
-};
-
 double best_stored(const RecordStore& store, const TaskSpec& task, const std::string& hardware) {
   auto best = store.best(task.key(), hardware, 1);
   return best.empty() ? 0 : best[0].median_ms;
 }
 
-// Measures one more batch of candidates for `s`; returns how many were measured.
-int measure_batch(TaskState& state, Measurer& measurer, RecordStore& store, ScheduleModel* model,
-                  const TaskTuneOptions& o) {
-  TaskProgress& s = state.progress;
+// Measures one more batch of candidates for `task`; returns how many were measured.
+int measure_batch(const TaskSpec& task, TaskProgress& s, Measurer& measurer, RecordStore& store,
+                  ScheduleModel* model, const TaskTuneOptions& o) {
   int measured = 0;
   if (model) {
-    GeneratedRun run = measure_model_schedules(*model, state.task, {s.trials + o.batch}, "tlm-tune",
+    GeneratedRun run = measure_model_schedules(*model, task, {s.trials + o.batch}, "tlm-tune",
                                                measurer, store, o.hardware);
     measured = run.measured;
   }
   if (measured == 0) {  // no model, or its beam holds nothing new
     SearchOptions search{"transfer", o.batch, o.batch, uint64_t(1 + s.trials),
                          o.hardware, false,   {}};
-    measured = run_search(state.task, measurer, store, search).measured;
+    measured = run_search(task, measurer, store, search).measured;
   }
   double before = s.best_ms;
-  s.best_ms = best_stored(store, state.task, o.hardware);
+  s.best_ms = best_stored(store, task, o.hardware);
   s.gain = before > 0 && s.best_ms > 0 ? (before - s.best_ms) / before : 1;
   s.stalls = s.gain < kStallGain ? s.stalls + 1 : 0;
   s.trials += o.batch;
@@ -74,21 +68,19 @@ int next_task(const std::vector<TaskProgress>& tasks) {
 TaskTuneReport tune_tasks(const std::vector<TaskUse>& tasks, Measurer& measurer, RecordStore& store,
                           ScheduleModel* model, const TaskTuneOptions& o) {
   auto start = std::chrono::steady_clock::now();
-  std::vector<TaskState> states;
+  std::vector<TaskSpec> specs;
+  std::vector<TaskProgress> progress;
   for (const auto& use : tasks) {
-    TaskSpec task = parse_task_spec(use.spec);
-    states.push_back({task, {use.count, 0, best_stored(store, task, o.hardware), 1, 0}});
+    specs.push_back(parse_task_spec(use.spec));
+    progress.push_back({use.count, 0, best_stored(store, specs.back(), o.hardware), 1, 0});
   }
   TaskTuneReport report;
   int budget = o.trials_per_task * int(tasks.size()), spent = 0;
-  std::vector<TaskProgress> progress;
-  while (spent < budget && !states.empty()) {
-    progress.clear();
-    for (const auto& s : states) progress.push_back(s.progress);
+  while (spent < budget && !specs.empty()) {
     int next = next_task(progress);
     if (next < 0) break;  // every task converged, or what is left is not worth measuring
-    TaskState& s = states[size_t(next)];
-    report.measured += measure_batch(s, measurer, store, model, o);
+    report.measured +=
+        measure_batch(specs[size_t(next)], progress[size_t(next)], measurer, store, model, o);
     spent += o.batch;
     if (o.progress) {
       double elapsed =
@@ -103,7 +95,7 @@ TaskTuneReport tune_tasks(const std::vector<TaskUse>& tasks, Measurer& measurer,
                  "  tuning: stopped after %d of %d trials: every task converged or no batch "
                  "was expected to save 0.1%% of the model's time\n",
                  spent, budget);
-  for (const auto& s : states) report.trials.push_back(s.progress.trials);
+  for (const auto& p : progress) report.trials.push_back(p.trials);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }
