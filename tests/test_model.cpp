@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <random>
 
 #include "lang/sentence.h"
 #include "lang/vocabulary.h"
@@ -14,6 +16,7 @@
 #include "model/dataset.h"
 #include "model/generator.h"
 #include "model/registry.h"
+#include "model/schedule_model.h"
 #include "model/train.h"
 #include "op_kinds.h"
 #include "util/error.h"
@@ -257,6 +260,63 @@ TEST(Dataset, PretrainTasksLeaveOutHeldOutShapes) {
   for (const auto& t : kept) EXPECT_NE(parse_task_spec(t).key(), "softmax:rows=128,cols=64");
 }
 
+// A store with 20 distinct legal schedules of `spec`, the i-th (0-based) timed i+1 ms,
+// plus one failed run; returns the schedules in time order.
+std::vector<std::vector<int64_t>> store_timed_schedules(RecordStore& store, const std::string& spec,
+                                                        const Hardware& hw) {
+  ScheduleSpace space(describe_task(parse_task_spec(spec)));
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<int64_t>> schedules;
+  std::vector<Record> batch;
+  while (schedules.size() < 20) {
+    auto d = space.sample(rng);
+    if (std::find(schedules.begin(), schedules.end(), d) != schedules.end()) continue;
+    schedules.push_back(d);
+    double ms = double(schedules.size());
+    batch.push_back({hw.fingerprint(), parse_task_spec(spec).key(), spec, d, "random", "ok", ms, ms,
+                     5, "", "", 0});
+  }
+  batch.push_back({hw.fingerprint(), parse_task_spec(spec).key(), spec, space.sample(rng), "random",
+                   "crash", 0, 0, 0, "", "", 0});
+  store.add(batch);
+  return schedules;
+}
+
+TEST(Dataset, SpeedClassesLabelSchedulesOfEverySpeed) {
+  std::string dir = temp_dir("speed");
+  RecordStore store(dir + "/r.db");
+  Hardware hw = test_hardware();
+  auto kept = store_timed_schedules(store, "matmul:m=64,n=64,k=64", hw);
+  store_timed_schedules(store, "softmax:rows=32,cols=64", hw);
+  ScheduleSpace space(describe_task(parse_task_spec("matmul:m=64,n=64,k=64")));
+  const Vocabulary& v = Vocabulary::get();
+  // 8 of 20: the fastest 2, then 6 spread evenly over ranks 2..19.
+  Dataset data = measured_by_speed(store, hw, 8, {"softmax:rows=32,cols=64"});
+  ASSERT_EQ(data.sentences.size(), 8u);
+  std::vector<size_t> ranks = {0, 1, 2, 5, 8, 11, 14, 17};
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const Sentence& s = data.sentences[i];
+    std::vector<int> body(s.tokens.begin() + s.prompt_length, s.tokens.end());
+    EXPECT_EQ(decode_decisions(space, body), kept[ranks[i]]);
+    double ratio = 1.0 / double(ranks[i] + 1);  // the best took 1 ms
+    std::string expected = ratio >= 0.9   ? "speed:best"
+                           : ratio >= 0.7 ? "speed:near"
+                           : ratio >= 0.4 ? "speed:mid"
+                                          : "speed:slow";
+    EXPECT_EQ(v.text(s.tokens[s.prompt_length - 2]), expected);
+    EXPECT_EQ(s.tokens[s.prompt_length - 1], v.separator());
+  }
+  // The best-only data of the same store: no speed classes, the 4 fastest in order.
+  Dataset best = best_measured(store, hw, 4, {"softmax:rows=32,cols=64"});
+  ASSERT_EQ(best.sentences.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const Sentence& s = best.sentences[i];
+    for (int k = 0; k < s.prompt_length; ++k) EXPECT_FALSE(v.is_speed_class(s.tokens[k]));
+    std::vector<int> body(s.tokens.begin() + s.prompt_length, s.tokens.end());
+    EXPECT_EQ(decode_decisions(space, body), kept[i]);
+  }
+}
+
 TEST(Checkpoint, LoadsWhatWasWrittenAndRejectsCorruptFiles) {
   std::string dir = temp_dir("checkpoint");
   torch::manual_seed(4);
@@ -301,6 +361,36 @@ TEST(Registry, PromoteRollbackAndHistory) {
 }
 
 // A run stopped after 3 steps and resumed to 6 ends exactly where a 6-step run ends.
+TEST(Train, SpeedClassFinetuneMakesAModelThatAsksForTheBest) {
+  std::string dir = temp_dir("speed-train");
+  RecordStore store(dir + "/r.db");
+  Hardware hw = test_hardware();
+  store_timed_schedules(store, "matmul:m=64,n=64,k=64", hw);
+  store_timed_schedules(store, "softmax:rows=32,cols=64", hw);
+  Dataset data = measured_by_speed(store, hw, 16, {});
+  write_dataset(dir + "/d.bin", data);
+  torch::manual_seed(3);
+  Gpt base(tiny_config());
+  std::string base_id = write_checkpoint(base, {}, dir + "/models");
+  TrainOptions o;
+  o.data_path = dir + "/d.bin";
+  o.run_dir = dir + "/run";
+  o.steps = 2, o.batch = 4, o.threads = 1;
+  o.speed_prompt = true;
+  auto tuned = train_checkpoint(o, {}, dir + "/models/" + base_id, dir + "/models", "test");
+  auto model = ScheduleModel::load(dir + "/models/" + tuned.id);
+  EXPECT_TRUE(model->config().speed_prompt);
+  EXPECT_FALSE(ModelConfig::from_json(base->config().to_json()).speed_prompt);
+  TaskSpec task = parse_task_spec("matmul:m=48,n=80,k=32");  // unseen shape: still legal
+  ScheduleSpace space(describe_task(task));
+  for (const auto& g : model->generate(task, hw, {4, "beam", 0, 1.0}))
+    EXPECT_TRUE(space.is_legal(g.decisions));
+  o.run_dir = dir + "/run2";  // a speed-reading model never learns from unlabeled prompts
+  o.speed_prompt = false;
+  EXPECT_THROW(train_checkpoint(o, {}, dir + "/models/" + tuned.id, dir + "/models", "test"),
+               Error);
+}
+
 TEST(Train, ResumedRunMatchesAnUninterruptedOne) {
   std::string dir = temp_dir("train");
   Dataset data = small_corpus();

@@ -57,8 +57,10 @@ void run_train(const TrainFlags& f, const std::string& command) {
 
 struct FinetuneFlags {
   TrainFlags train;
-  std::string db = "tlm.db", exclude = "bench/heldout_tasks.txt";
+  std::string db = "tlm.db";
+  std::vector<std::string> exclude = {"bench/heldout_tasks.txt"};
   int per_task = 4;  // the shipped recipe (models/README.md)
+  bool speed_classes = false;
 };
 
 // Writes the best measured schedules of the store to the run directory, then trains the
@@ -66,7 +68,14 @@ struct FinetuneFlags {
 void run_finetune(FinetuneFlags f, const std::string& command) {
   RecordStore store(f.db);
   ::mkdir(f.train.options.run_dir.c_str(), 0755);
-  Dataset data = best_measured(store, detect_hardware(), f.per_task, read_list_file(f.exclude));
+  std::vector<std::string> excluded;
+  for (const auto& file : f.exclude) {
+    auto tasks = read_list_file(file);
+    excluded.insert(excluded.end(), tasks.begin(), tasks.end());
+  }
+  Dataset data = f.speed_classes ? measured_by_speed(store, detect_hardware(), f.per_task, excluded)
+                                 : best_measured(store, detect_hardware(), f.per_task, excluded);
+  f.train.options.speed_prompt = f.speed_classes;
   if (data.sentences.empty())
     throw Error("train finetune: no measured schedules in '" + f.db + "'");
   f.train.options.data_path = f.train.options.run_dir + "/finetune.bin";
@@ -154,8 +163,12 @@ void add_train_commands(CLI::App& app, const std::string& command_line) {
   auto* finetune = train->add_subcommand("finetune", "train a checkpoint on measured schedules");
   finetune->add_option("--db", fine->db, "record store");
   finetune->add_option("--init", fine->train.init, "checkpoint to fine-tune")->required();
-  finetune->add_option("--per-task", fine->per_task, "best schedules per task");
-  finetune->add_option("--exclude", fine->exclude, "held-out task list to leave out");
+  finetune->add_option("--per-task", fine->per_task,
+                       "schedules per task: the best, or with --speed-classes spread over speeds");
+  finetune->add_flag("--speed-classes", fine->speed_classes,
+                     "learn from schedules of every speed, each prompt saying its speed class");
+  finetune->add_option("--exclude", fine->exclude,
+                       "task lists to leave out (held-out, validation; repeat the flag)");
   add_training_options(finetune, fine->train);
   finetune->callback([fine, command_line] { run_finetune(*fine, command_line); });
 }

@@ -60,14 +60,38 @@ void append_task(const TaskSpec& task, const TaskShape& shape, std::vector<int>&
   }
 }
 
+const char* speed_word(SpeedClass speed) {
+  switch (speed) {
+    case SpeedClass::Best:
+      return "speed:best";
+    case SpeedClass::Near:
+      return "speed:near";
+    case SpeedClass::Mid:
+      return "speed:mid";
+    case SpeedClass::Slow:
+      return "speed:slow";
+    case SpeedClass::None:
+      break;
+  }
+  return "";
+}
+
 }  // namespace
 
+SpeedClass speed_class(double ratio_to_best) {
+  if (ratio_to_best >= 0.9) return SpeedClass::Best;
+  if (ratio_to_best >= 0.7) return SpeedClass::Near;
+  if (ratio_to_best >= 0.4) return SpeedClass::Mid;
+  return SpeedClass::Slow;
+}
+
 std::vector<int> encode_prompt(const Hardware& hardware, const TaskSpec& task,
-                               const TaskShape& shape) {
+                               const TaskShape& shape, SpeedClass speed) {
   const Vocabulary& v = Vocabulary::get();
   std::vector<int> out = {v.bos()};
   append_hardware(hardware, out);
   append_task(task, shape, out);
+  if (speed != SpeedClass::None) out.push_back(v.id(speed_word(speed)));
   out.push_back(v.separator());
   return out;
 }

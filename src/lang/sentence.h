@@ -22,9 +22,16 @@
 
 namespace tlm {
 
-// <bos>, the hardware, the task and its stages, ending with ";".
+// How fast a measured schedule is against the fastest one measured for its task (ratio
+// = best median / its median). A fine-tuning sentence says it in its prompt, so the model
+// learns from slow schedules too, and generation asks for Best.
+enum class SpeedClass { None, Best, Near, Mid, Slow };
+// Best: ratio >= 0.9, Near: >= 0.7, Mid: >= 0.4, Slow: below.
+SpeedClass speed_class(double ratio_to_best);
+
+// <bos>, the hardware, the task and its stages, the speed class unless None, then ";".
 std::vector<int> encode_prompt(const Hardware& hardware, const TaskSpec& task,
-                               const TaskShape& shape);
+                               const TaskShape& shape, SpeedClass speed = SpeedClass::None);
 // Point names and values of a complete, legal decision list, ending with <eos>.
 std::vector<int> encode_decisions(const ScheduleSpace& space,
                                   const std::vector<int64_t>& decisions);

@@ -39,6 +39,9 @@ Vocabulary::Vocabulary() {
   for (const char* word :
        {"stage:output", "stage:anchor", "stage:reduction", "stage:producer", "loops", "rloops"})
     add(word);
+  // Speed classes (SpeedClass in sentence.h).
+  speed0_ = size();
+  for (const char* word : {"speed:best", "speed:near", "speed:mid", "speed:slow"}) add(word);
   // Decision points.
   for (const auto& point : all_point_names()) add(point);
 }

@@ -36,6 +36,7 @@ class Vocabulary {
   // The magnitude token of a value >= 0: "~0" for 0, "~k" for 2^(k-1) <= value < 2^k.
   int magnitude(int64_t value) const;
   bool is_magnitude(int id) const { return id >= magnitude0_ && id < magnitude0_ + kMagnitudes; }
+  bool is_speed_class(int id) const { return id >= speed0_ && id < speed0_ + 4; }
 
   // Appends `value` (>= 0) as its magnitude, its digits and `#`.
   void append_number(int64_t value, std::vector<int>& out) const;
@@ -50,7 +51,7 @@ class Vocabulary {
   std::map<std::string, int> ids_;
   static constexpr int kMagnitudes = 64;  // every int64_t value has one
   int pad_ = 0, bos_ = 0, eos_ = 0, separator_ = 0, number_end_ = 0, digit0_ = 0;
-  int magnitude0_ = 0;
+  int magnitude0_ = 0, speed0_ = 0;
 };
 
 }  // namespace tlm

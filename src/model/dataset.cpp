@@ -1,8 +1,10 @@
 #include "model/dataset.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -164,24 +166,75 @@ std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded
   return tasks;
 }
 
-Dataset best_measured(const RecordStore& store, const Hardware& hardware, int per_task,
-                      const std::vector<std::string>& excluded) {
+namespace {
+
+// Calls pick(task, space, records) for every stored task not excluded, with its verified
+// records on `hardware` that are legal in today's space, fastest first (at most `limit`).
+template <class Pick>
+void for_each_measured_task(const RecordStore& store, const Hardware& hardware, int limit,
+                            const std::vector<std::string>& excluded, Pick pick) {
   std::set<std::string> skip;
   for (const auto& e : excluded) skip.insert(parse_task_spec(e).key());
-  Dataset data;
   for (const auto& key : store.task_keys()) {
     if (skip.count(key)) continue;
     TaskSpec task = parse_task_spec(key);
     ScheduleSpace space(describe_task(task));
-    auto prompt = encode_prompt(hardware, task, space.shape());
-    for (const auto& r : store.best(key, hardware.fingerprint(), per_task)) {
-      if (!space.is_legal(r.decisions)) continue;
-      Sentence s{prompt, int(prompt.size())};
-      auto body = encode_decisions(space, r.decisions);
-      s.tokens.insert(s.tokens.end(), body.begin(), body.end());
-      data.sentences.push_back(std::move(s));
-    }
+    std::vector<Record> legal;
+    for (auto& r : store.best(key, hardware.fingerprint(), limit))
+      if (space.is_legal(r.decisions)) legal.push_back(std::move(r));
+    if (!legal.empty()) pick(task, space, legal);
   }
+}
+
+Sentence measured_sentence(const std::vector<int>& prompt, const ScheduleSpace& space,
+                           const Record& record) {
+  Sentence s{prompt, int(prompt.size())};
+  auto body = encode_decisions(space, record.decisions);
+  s.tokens.insert(s.tokens.end(), body.begin(), body.end());
+  return s;
+}
+
+// `count` of `n` ranks (fastest first): the fastest count/4, then evenly spread.
+std::vector<size_t> spread_ranks(size_t n, size_t count) {
+  std::vector<size_t> ranks;
+  if (count >= n) {
+    for (size_t i = 0; i < n; ++i) ranks.push_back(i);
+    return ranks;
+  }
+  size_t head = count / 4, rest = count - head;
+  for (size_t i = 0; i < head; ++i) ranks.push_back(i);
+  for (size_t j = 0; j < rest; ++j) ranks.push_back(head + j * (n - head) / rest);
+  return ranks;
+}
+
+}  // namespace
+
+Dataset best_measured(const RecordStore& store, const Hardware& hardware, int per_task,
+                      const std::vector<std::string>& excluded) {
+  Dataset data;
+  for_each_measured_task(
+      store, hardware, per_task, excluded,
+      [&](const TaskSpec& task, const ScheduleSpace& space, const std::vector<Record>& fastest) {
+        auto prompt = encode_prompt(hardware, task, space.shape());
+        for (const auto& r : fastest) data.sentences.push_back(measured_sentence(prompt, space, r));
+      });
+  return data;
+}
+
+Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware, int per_task,
+                          const std::vector<std::string>& excluded) {
+  Dataset data;
+  auto pick = [&](const TaskSpec& task, const ScheduleSpace& space,
+                  const std::vector<Record>& fastest) {
+    double best_ms = fastest.front().median_ms;
+    for (size_t rank : spread_ranks(fastest.size(), size_t(std::max(per_task, 0)))) {
+      const Record& r = fastest[rank];
+      SpeedClass speed = speed_class(r.median_ms > 0 ? best_ms / r.median_ms : 1.0);
+      auto prompt = encode_prompt(hardware, task, space.shape(), speed);
+      data.sentences.push_back(measured_sentence(prompt, space, r));
+    }
+  };
+  for_each_measured_task(store, hardware, std::numeric_limits<int>::max(), excluded, pick);
   return data;
 }
 

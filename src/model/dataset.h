@@ -40,6 +40,12 @@ std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded
 // that are no longer legal in the task's space.
 Dataset best_measured(const RecordStore& store, const Hardware& hardware, int per_task,
                       const std::vector<std::string>& excluded);
+// Fine-tuning sentences of every speed: up to `per_task` verified schedules of every task
+// the store has measured on this hardware (all when it has fewer; else its fastest
+// per_task/4 and the rest spread evenly over the slower ranks), each prompt ending with
+// the schedule's speed class against the task's fastest. Same exclusions as best_measured.
+Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware, int per_task,
+                          const std::vector<std::string>& excluded);
 // `per_task` random schedules of each task, as sentences (with progress on stderr).
 Dataset sample_corpus(const std::vector<std::string>& tasks, int per_task, uint64_t seed,
                       const Hardware& hardware);

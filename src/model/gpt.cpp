@@ -14,6 +14,7 @@ std::string ModelConfig::to_json() const {
                       {"layers", layers},
                       {"d_model", d_model},
                       {"heads", heads}};
+  if (speed_prompt) j["speed_prompt"] = true;  // absent otherwise: older configs stay as they are
   return j.dump(2);
 }
 
@@ -26,6 +27,7 @@ ModelConfig ModelConfig::from_json(const std::string& text) {
     c.layers = j.at("layers").get<int>();
     c.d_model = j.at("d_model").get<int>();
     c.heads = j.at("heads").get<int>();
+    c.speed_prompt = j.value("speed_prompt", false);
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("model config: ") + e.what());
   }

@@ -59,6 +59,8 @@ class GptImpl : public torch::nn::Module {
  public:
   explicit GptImpl(const ModelConfig& config);
   const ModelConfig& config() const { return config_; }
+  // From now on its prompts carry speed classes (set when fine-tuning on such data).
+  void read_speed_prompts() { config_.speed_prompt = true; }
   int64_t parameter_count();
   // tokens [batch, length] -> logits [batch, length, vocab].
   torch::Tensor forward(const torch::Tensor& tokens);

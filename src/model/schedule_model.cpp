@@ -41,7 +41,8 @@ std::unique_ptr<ScheduleModel> ScheduleModel::load(const std::string& checkpoint
 std::vector<Generated> ScheduleModel::generate(const TaskSpec& task, const Hardware& hardware,
                                                const GenerateOptions& options) {
   ScheduleSpace space(describe_task(task));
-  auto prompt = encode_prompt(hardware, task, space.shape());
+  auto speed = config().speed_prompt ? SpeedClass::Best : SpeedClass::None;
+  auto prompt = encode_prompt(hardware, task, space.shape(), speed);
   GenerateOptions run = options;
   if (run.mode == "beam") run.k = std::max(run.k, kTopOneBeam);
   auto generated = tlm::generate(impl_->model, prompt, space, run, &impl_->prompt_cache);
@@ -73,6 +74,9 @@ TrainedCheckpoint train_checkpoint(const TrainOptions& options, const ModelConfi
     throw Error("model config: vocab " + std::to_string(fresh.vocab) + " is not the language's " +
                 std::to_string(Vocabulary::get().size()));
   Gpt model = init_checkpoint.empty() ? Gpt(fresh) : load_checkpoint(init_checkpoint, &parent);
+  if (model->config().speed_prompt && !options.speed_prompt)
+    throw Error("train: " + parent.id + " reads speed classes; its data must carry them too");
+  if (options.speed_prompt) model->read_speed_prompts();
   TrainedCheckpoint result;
   result.report = train_model(options, model);
   CheckpointInfo info;

@@ -19,6 +19,9 @@ struct ModelConfig {
   int layers = 4;
   int d_model = 256;
   int heads = 4;
+  // Its prompts end with a speed class (lang/sentence.h): it was fine-tuned on measured
+  // schedules of every speed, each labeled, and generates asking for the best.
+  bool speed_prompt = false;
 
   std::string to_json() const;
   // Parses a config file's text; throws tlm::Error naming a missing or bad field.
@@ -55,6 +58,7 @@ struct TrainOptions {
   int save_every = 50;  // steps between saved states
   int threads = 2;
   uint64_t seed = 1;
+  bool speed_prompt = false;  // the data's prompts carry speed classes
 };
 
 struct TrainReport {

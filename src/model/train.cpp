@@ -26,9 +26,11 @@ namespace {
 constexpr int kIgnore = -100;
 constexpr int kWarmupSteps = 50;
 
+// Of the prompt without its speed class: every speed of a task goes to the same side.
 uint64_t task_hash(const Sentence& s) {
   std::string prompt;
-  for (int k = 0; k < s.prompt_length; ++k) prompt += std::to_string(s.tokens[k]) + ",";
+  for (int k = 0; k < s.prompt_length; ++k)
+    if (!Vocabulary::get().is_speed_class(s.tokens[k])) prompt += std::to_string(s.tokens[k]) + ",";
   return std::stoull(hash_hex(prompt).substr(0, 8), nullptr, 16);
 }
 

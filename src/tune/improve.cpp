@@ -70,15 +70,19 @@ std::string finetune_init(const Registry& registry) {
   return registry.default_id();
 }
 
-// Fine-tunes on the store's best schedules; returns the new checkpoint's id.
+// Fine-tunes on the store's schedules the way the parent learned (the best per task, or
+// every speed labeled when the parent reads speed classes); returns the new checkpoint's id.
 std::string finetune_round(const ImproveOptions& o, RecordStore& store, const Registry& registry,
-                           int round) {
+                           int round, bool speed_prompt) {
   TrainOptions train;
   train.run_dir = o.run_dir + "/round-" + std::to_string(round);
   ::mkdir(train.run_dir.c_str(), 0755);
   train.data_path = train.run_dir + "/finetune.bin";
   train.steps = o.finetune_steps;
-  Dataset data = best_measured(store, detect_hardware(), o.per_task, o.held_out);
+  train.speed_prompt = speed_prompt;
+  Dataset data = speed_prompt
+                     ? measured_by_speed(store, detect_hardware(), o.speed_per_task, o.held_out)
+                     : best_measured(store, detect_hardware(), o.per_task, o.held_out);
   write_dataset(train.data_path, data);
   return train_checkpoint(train, {}, registry.path_of(finetune_init(registry)), o.models_dir,
                           "tlm improve round " + std::to_string(round))
@@ -113,7 +117,7 @@ RoundResult run_round(const ImproveOptions& o, Measurer& measurer, RecordStore& 
     std::fprintf(stderr, "\r  round %d: measured %zu/%zu tasks   ", round, i + 1, o.tasks.size());
   }
   std::fprintf(stderr, "\n");
-  result.candidate = finetune_round(o, store, registry, round);
+  result.candidate = finetune_round(o, store, registry, round, parent->config().speed_prompt);
   auto candidate = ScheduleModel::load(registry.path_of(result.candidate));
   auto [parent_ms, candidate_ms] = held_out_geomeans(*parent, *candidate, o.held_out, measurer);
   result.parent_geomean_ms = parent_ms;

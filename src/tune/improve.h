@@ -30,6 +30,7 @@ struct ImproveOptions {
   int trials_per_task = 16;
   int finetune_steps = 1000;  // the shipped model's recipe (models/README.md)
   int per_task = 4;           // best schedules per task in the fine-tuning data
+  int speed_per_task = 64;    // schedules per task when the model reads speed classes
   std::string run_dir = "improve";
   std::string models_dir = "models";
   std::string hardware;
