@@ -78,8 +78,8 @@ const char* speed_word(SpeedClass speed) {
 
 }  // namespace
 
-SpeedClass speed_class(double ratio_to_best) {
-  if (ratio_to_best >= 0.9) return SpeedClass::Best;
+SpeedClass speed_class(size_t rank, double ratio_to_best) {
+  if (rank < size_t(kBestRanks)) return SpeedClass::Best;
   if (ratio_to_best >= 0.7) return SpeedClass::Near;
   if (ratio_to_best >= 0.4) return SpeedClass::Mid;
   return SpeedClass::Slow;

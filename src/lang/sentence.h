@@ -22,12 +22,16 @@
 
 namespace tlm {
 
-// How fast a measured schedule is against the fastest one measured for its task (ratio
-// = best median / its median). A fine-tuning sentence says it in its prompt, so the model
-// learns from slow schedules too, and generation asks for Best.
+// How fast a measured schedule is among those measured for its task. A fine-tuning
+// sentence says it in its prompt, so the model learns from slow schedules too, and
+// generation asks for Best. Best is rank-based (one of the task's kBestRanks fastest,
+// the schedules best-only fine-tuning learns from); the others go by the ratio of the
+// task's best median to theirs.
 enum class SpeedClass { None, Best, Near, Mid, Slow };
-// Best: ratio >= 0.9, Near: >= 0.7, Mid: >= 0.4, Slow: below.
-SpeedClass speed_class(double ratio_to_best);
+constexpr int kBestRanks = 4;
+// rank 0 = the fastest. Best: rank < kBestRanks; else Near: ratio >= 0.7, Mid: >= 0.4,
+// Slow: below.
+SpeedClass speed_class(size_t rank, double ratio_to_best);
 
 // <bos>, the hardware, the task and its stages, the speed class unless None, then ";".
 std::vector<int> encode_prompt(const Hardware& hardware, const TaskSpec& task,

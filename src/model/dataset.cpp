@@ -229,7 +229,7 @@ Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware, in
     double best_ms = fastest.front().median_ms;
     for (size_t rank : spread_ranks(fastest.size(), size_t(std::max(per_task, 0)))) {
       const Record& r = fastest[rank];
-      SpeedClass speed = speed_class(r.median_ms > 0 ? best_ms / r.median_ms : 1.0);
+      SpeedClass speed = speed_class(rank, r.median_ms > 0 ? best_ms / r.median_ms : 1.0);
       auto prompt = encode_prompt(hardware, task, space.shape(), speed);
       data.sentences.push_back(measured_sentence(prompt, space, r));
     }

@@ -43,7 +43,7 @@ Dataset best_measured(const RecordStore& store, const Hardware& hardware, int pe
 // Fine-tuning sentences of every speed: up to `per_task` verified schedules of every task
 // the store has measured on this hardware (all when it has fewer; else its fastest
 // per_task/4 and the rest spread evenly over the slower ranks), each prompt ending with
-// the schedule's speed class against the task's fastest. Same exclusions as best_measured.
+// the schedule's speed class (lang/sentence.h). Same exclusions as best_measured.
 Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware, int per_task,
                           const std::vector<std::string>& excluded);
 // `per_task` random schedules of each task, as sentences (with progress on stderr).
