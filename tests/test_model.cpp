@@ -306,6 +306,13 @@ TEST(Dataset, SpeedClassesLabelSchedulesOfEverySpeed) {
     EXPECT_EQ(v.text(s.tokens[s.prompt_length - 2]), expected);
     EXPECT_EQ(s.tokens[s.prompt_length - 1], v.separator());
   }
+  // With the best ones 3 times each: 4 x 3 Best sentences, the other 8 once.
+  Dataset weighted = measured_by_speed(store, hw, 12, {"softmax:rows=32,cols=64"}, 3);
+  ASSERT_EQ(weighted.sentences.size(), 20u);
+  for (size_t i = 0; i < 12; ++i)
+    EXPECT_EQ(weighted.sentences[i].tokens, data.sentences[i / 3].tokens);
+  for (size_t i = 12; i < 20; ++i)
+    EXPECT_EQ(weighted.sentences[i].tokens, data.sentences[i - 8].tokens);
   // The best-only data of the same store: no speed classes, the 4 fastest in order.
   Dataset best = best_measured(store, hw, 4, {"softmax:rows=32,cols=64"});
   ASSERT_EQ(best.sentences.size(), 4u);

@@ -61,6 +61,7 @@ struct FinetuneFlags {
   std::vector<std::string> exclude = {"bench/heldout_tasks.txt"};
   int per_task = 4;  // the shipped recipe (models/README.md)
   bool speed_classes = false;
+  int best_copies = 1;
 };
 
 // Writes the best measured schedules of the store to the run directory, then trains the
@@ -73,7 +74,8 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
     auto tasks = read_list_file(file);
     excluded.insert(excluded.end(), tasks.begin(), tasks.end());
   }
-  Dataset data = f.speed_classes ? measured_by_speed(store, detect_hardware(), f.per_task, excluded)
+  Dataset data = f.speed_classes ? measured_by_speed(store, detect_hardware(), f.per_task, excluded,
+                                                     f.best_copies)
                                  : best_measured(store, detect_hardware(), f.per_task, excluded);
   f.train.options.speed_prompt = f.speed_classes;
   if (data.sentences.empty())
@@ -165,6 +167,8 @@ void add_train_commands(CLI::App& app, const std::string& command_line) {
   finetune->add_option("--init", fine->train.init, "checkpoint to fine-tune")->required();
   finetune->add_option("--per-task", fine->per_task,
                        "schedules per task: the best, or with --speed-classes spread over speeds");
+  finetune->add_option("--best-copies", fine->best_copies,
+                       "with --speed-classes: times each task's best schedules appear");
   finetune->add_flag("--speed-classes", fine->speed_classes,
                      "learn from schedules of every speed, each prompt saying its speed class");
   finetune->add_option("--exclude", fine->exclude,

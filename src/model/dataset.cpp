@@ -222,7 +222,7 @@ Dataset best_measured(const RecordStore& store, const Hardware& hardware, int pe
 }
 
 Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware, int per_task,
-                          const std::vector<std::string>& excluded) {
+                          const std::vector<std::string>& excluded, int best_copies) {
   Dataset data;
   auto pick = [&](const TaskSpec& task, const ScheduleSpace& space,
                   const std::vector<Record>& fastest) {
@@ -231,7 +231,9 @@ Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware, in
       const Record& r = fastest[rank];
       SpeedClass speed = speed_class(rank, r.median_ms > 0 ? best_ms / r.median_ms : 1.0);
       auto prompt = encode_prompt(hardware, task, space.shape(), speed);
-      data.sentences.push_back(measured_sentence(prompt, space, r));
+      int copies = speed == SpeedClass::Best ? std::max(best_copies, 1) : 1;
+      for (int c = 0; c < copies; ++c)
+        data.sentences.push_back(measured_sentence(prompt, space, r));
     }
   };
   for_each_measured_task(store, hardware, std::numeric_limits<int>::max(), excluded, pick);

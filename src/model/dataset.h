@@ -43,9 +43,11 @@ Dataset best_measured(const RecordStore& store, const Hardware& hardware, int pe
 // Fine-tuning sentences of every speed: up to `per_task` verified schedules of every task
 // the store has measured on this hardware (all when it has fewer; else its fastest
 // per_task/4 and the rest spread evenly over the slower ranks), each prompt ending with
-// the schedule's speed class (lang/sentence.h). Same exclusions as best_measured.
+// the schedule's speed class (lang/sentence.h), each Best one `best_copies` times (the
+// model then learns a trained task's best schedules as firmly as best-only fine-tuning
+// does). Same exclusions as best_measured.
 Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware, int per_task,
-                          const std::vector<std::string>& excluded);
+                          const std::vector<std::string>& excluded, int best_copies = 1);
 // `per_task` random schedules of each task, as sentences (with progress on stderr).
 Dataset sample_corpus(const std::vector<std::string>& tasks, int per_task, uint64_t seed,
                       const Hardware& hardware);

@@ -80,9 +80,9 @@ std::string finetune_round(const ImproveOptions& o, RecordStore& store, const Re
   train.data_path = train.run_dir + "/finetune.bin";
   train.steps = o.finetune_steps;
   train.speed_prompt = speed_prompt;
-  Dataset data = speed_prompt
-                     ? measured_by_speed(store, detect_hardware(), o.speed_per_task, o.held_out)
-                     : best_measured(store, detect_hardware(), o.per_task, o.held_out);
+  Dataset data = speed_prompt ? measured_by_speed(store, detect_hardware(), o.speed_per_task,
+                                                  o.held_out, o.best_copies)
+                              : best_measured(store, detect_hardware(), o.per_task, o.held_out);
   write_dataset(train.data_path, data);
   return train_checkpoint(train, {}, registry.path_of(finetune_init(registry)), o.models_dir,
                           "tlm improve round " + std::to_string(round))

@@ -31,6 +31,7 @@ struct ImproveOptions {
   int finetune_steps = 1000;  // the shipped model's recipe (models/README.md)
   int per_task = 4;           // best schedules per task in the fine-tuning data
   int speed_per_task = 64;    // schedules per task when the model reads speed classes
+  int best_copies = 1;        // and times each task's best ones appear
   std::string run_dir = "improve";
   std::string models_dir = "models";
   std::string hardware;
