@@ -59,7 +59,7 @@ struct FinetuneFlags {
   TrainFlags train;
   std::string db = "tlm.db";
   std::vector<std::string> exclude = {"bench/heldout_tasks.txt"};
-  int per_task = 4;  // the shipped recipe (models/README.md)
+  int per_task = 0;  // 0: the recipe's (kBestPerTask, or kSpeedPerTask with speed classes)
   bool speed_classes = false;
   int best_copies = 1;
 };
@@ -74,6 +74,7 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
     auto tasks = read_list_file(file);
     excluded.insert(excluded.end(), tasks.begin(), tasks.end());
   }
+  if (f.per_task <= 0) f.per_task = f.speed_classes ? kSpeedPerTask : kBestPerTask;
   Dataset data = f.speed_classes ? measured_by_speed(store, detect_hardware(), f.per_task, excluded,
                                                      f.best_copies)
                                  : best_measured(store, detect_hardware(), f.per_task, excluded);
@@ -166,7 +167,8 @@ void add_train_commands(CLI::App& app, const std::string& command_line) {
   finetune->add_option("--db", fine->db, "record store");
   finetune->add_option("--init", fine->train.init, "checkpoint to fine-tune")->required();
   finetune->add_option("--per-task", fine->per_task,
-                       "schedules per task: the best, or with --speed-classes spread over speeds");
+                       "schedules per task: the best 4, or with --speed-classes 64 spread over "
+                       "speeds");
   finetune->add_option("--best-copies", fine->best_copies,
                        "with --speed-classes: times each task's best schedules appear");
   finetune->add_flag("--speed-classes", fine->speed_classes,

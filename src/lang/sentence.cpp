@@ -60,12 +60,6 @@ void append_task(const TaskSpec& task, const TaskShape& shape, std::vector<int>&
   }
 }
 
-// Token of each SpeedClass, in the enum's order (None has none).
-const char* speed_word(SpeedClass speed) {
-  static const char* const words[] = {"", "speed:best", "speed:near", "speed:mid", "speed:slow"};
-  return words[static_cast<int>(speed)];
-}
-
 }  // namespace
 
 SpeedClass speed_class(size_t rank, double ratio_to_best) {
@@ -81,7 +75,7 @@ std::vector<int> encode_prompt(const Hardware& hardware, const TaskSpec& task,
   std::vector<int> out = {v.bos()};
   append_hardware(hardware, out);
   append_task(task, shape, out);
-  if (speed != SpeedClass::None) out.push_back(v.id(speed_word(speed)));
+  if (speed != SpeedClass::None) out.push_back(v.speed_class(static_cast<int>(speed) - 1));
   out.push_back(v.separator());
   return out;
 }

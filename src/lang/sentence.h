@@ -27,7 +27,7 @@ namespace tlm {
 // generation asks for Best. Best is rank-based (one of the task's kBestRanks fastest,
 // the schedules best-only fine-tuning learns from); the others go by the ratio of the
 // task's best median to theirs.
-enum class SpeedClass { None, Best, Near, Mid, Slow };
+enum class SpeedClass { None, Best, Near, Mid, Slow };  // the vocabulary's order
 constexpr int kBestRanks = 4;
 // rank 0 = the fastest. Best: rank < kBestRanks; else Near: ratio >= 0.7, Mid: >= 0.4,
 // Slow: below.

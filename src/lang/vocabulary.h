@@ -36,7 +36,11 @@ class Vocabulary {
   // The magnitude token of a value >= 0: "~0" for 0, "~k" for 2^(k-1) <= value < 2^k.
   int magnitude(int64_t value) const;
   bool is_magnitude(int id) const { return id >= magnitude0_ && id < magnitude0_ + kMagnitudes; }
-  bool is_speed_class(int id) const { return id >= speed0_ && id < speed0_ + 4; }
+  // Speed-class tokens speed:best, speed:near, speed:mid, speed:slow (k = 0..3, the order
+  // of SpeedClass in sentence.h after None).
+  static constexpr int kSpeedClasses = 4;
+  int speed_class(int k) const { return speed0_ + k; }
+  bool is_speed_class(int id) const { return id >= speed0_ && id < speed0_ + kSpeedClasses; }
 
   // Appends `value` (>= 0) as its magnitude, its digits and `#`.
   void append_number(int64_t value, std::vector<int>& out) const;

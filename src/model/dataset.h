@@ -35,6 +35,11 @@ Dataset read_dataset(const std::string& path);
 // Task specs for pretraining: every task of the zoo networks, then shape variations of
 // every operator kind, each once, minus `excluded` (held-out tasks); deterministic.
 std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded);
+// The shipped recipes' schedules per task (models/README.md): best-only, and with speed
+// classes.
+constexpr int kBestPerTask = 4;
+constexpr int kSpeedPerTask = 64;
+
 // Fine-tuning sentences: the `per_task` fastest verified schedules of every task the store
 // has measured on this hardware, minus `excluded` (held-out tasks), skipping records
 // that are no longer legal in the task's space.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "measure/measurer.h"
+#include "model/dataset.h"
 #include "store/record_store.h"
 
 namespace tlm {
@@ -28,10 +29,10 @@ struct ImproveOptions {
   std::vector<std::string> held_out;  // evaluation tasks, never trained on
   int rounds = 3;
   int trials_per_task = 16;
-  int finetune_steps = 1000;  // the shipped model's recipe (models/README.md)
-  int per_task = 4;           // best schedules per task in the fine-tuning data
-  int speed_per_task = 64;    // schedules per task when the model reads speed classes
-  int best_copies = 1;        // and times each task's best ones appear
+  int finetune_steps = 1000;           // the shipped model's recipe (models/README.md)
+  int per_task = kBestPerTask;         // best schedules per task in the fine-tuning data
+  int speed_per_task = kSpeedPerTask;  // schedules per task when the model reads speed classes
+  int best_copies = 1;                 // and times each task's best ones appear
   std::string run_dir = "improve";
   std::string models_dir = "models";
   std::string hardware;
