@@ -179,6 +179,15 @@ TEST(Cli, CorpusPretrainImproveAndResume) {
   while (std::getline(audit, line)) ++lines, all += line;
   EXPECT_EQ(lines, 1);
   EXPECT_NE(all.find("\"held_out_geomean_ms\""), std::string::npos);
+  EXPECT_NE(all.find("\"held_out_ms\":{\"matmul:m=48,n=32,k=16\":{\"candidate\":"),
+            std::string::npos)
+      << all;
+  // The candidate continues its parent, the default the round started from.
+  auto candidate_at = all.find("\"candidate\":\"tlm-");
+  ASSERT_NE(candidate_at, std::string::npos) << all;
+  std::string candidate = all.substr(candidate_at + 13, 20);
+  CliRun show = run_tlm("model --models " + dir + "/m show " + candidate);
+  EXPECT_NE(show.output.find("parent " + id), std::string::npos) << show.output;
   EXPECT_EQ(RecordStore(dir + "/t.db").count(), measured);
   CliRun again = run_tlm(improve);  // round 1 is in the audit log: nothing to redo
   EXPECT_EQ(again.exit_code, 0);

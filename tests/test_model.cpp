@@ -291,7 +291,7 @@ TEST(Dataset, SpeedClassesLabelSchedulesOfEverySpeed) {
   ScheduleSpace space(describe_task(parse_task_spec("matmul:m=64,n=64,k=64")));
   const Vocabulary& v = Vocabulary::get();
   // 12 of 20: the fastest 3, then 9 spread evenly over ranks 3..19.
-  Dataset data = measured_by_speed(store, hw, 12, {"softmax:rows=32,cols=64"});
+  Dataset data = measured_by_speed(store, hw, {12}, {"softmax:rows=32,cols=64"});
   ASSERT_EQ(data.sentences.size(), 12u);
   std::vector<size_t> ranks = {0, 1, 2, 3, 4, 6, 8, 10, 12, 14, 16, 18};
   for (size_t i = 0; i < ranks.size(); ++i) {
@@ -307,7 +307,7 @@ TEST(Dataset, SpeedClassesLabelSchedulesOfEverySpeed) {
     EXPECT_EQ(s.tokens[s.prompt_length - 1], v.separator());
   }
   // With the best ones 3 times each: 4 x 3 Best sentences, the other 8 once.
-  Dataset weighted = measured_by_speed(store, hw, 12, {"softmax:rows=32,cols=64"}, 3);
+  Dataset weighted = measured_by_speed(store, hw, {12, 3}, {"softmax:rows=32,cols=64"});
   ASSERT_EQ(weighted.sentences.size(), 20u);
   for (size_t i = 0; i < 12; ++i)
     EXPECT_EQ(weighted.sentences[i].tokens, data.sentences[i / 3].tokens);
@@ -322,6 +322,39 @@ TEST(Dataset, SpeedClassesLabelSchedulesOfEverySpeed) {
     std::vector<int> body(s.tokens.begin() + s.prompt_length, s.tokens.end());
     EXPECT_EQ(decode_decisions(space, body), kept[i]);
   }
+}
+
+// Improve's data: a model's proposals enter wherever they rank.
+TEST(Dataset, SpeedClassesKeepEveryModelProposal) {
+  std::string dir = temp_dir("proposals");
+  RecordStore store(dir + "/r.db");
+  Hardware hw = test_hardware();
+  const std::string spec = "matmul:m=64,n=64,k=64";
+  auto timed = store_timed_schedules(store, spec, hw);
+  store_timed_schedules(store, "softmax:rows=32,cols=64", hw);
+  ScheduleSpace space(describe_task(parse_task_spec(spec)));
+  std::mt19937_64 rng(9);
+  std::vector<std::vector<int64_t>> proposed;  // ranks 1 (picked anyway) and 21 (never)
+  while (proposed.size() < 2) {
+    auto d = space.sample(rng);
+    if (std::find(timed.begin(), timed.end(), d) == timed.end()) proposed.push_back(d);
+  }
+  store.add({{hw.fingerprint(), parse_task_spec(spec).key(), spec, proposed[0], "tlm", "ok", 1.05,
+              1.05, 5, "tlm-x", "", 0},
+             {hw.fingerprint(), parse_task_spec(spec).key(), spec, proposed[1], "tlm", "ok", 2.95,
+              2.95, 5, "tlm-x", "", 0}});
+  SpeedSelection selection{12};
+  Dataset spread = measured_by_speed(store, hw, selection, {"softmax:rows=32,cols=64"});
+  selection.model_proposals = true;
+  Dataset with_own = measured_by_speed(store, hw, selection, {"softmax:rows=32,cols=64"});
+  ASSERT_EQ(spread.sentences.size(), 12u);
+  ASSERT_EQ(with_own.sentences.size(), 13u);
+  for (size_t i = 0; i < 12; ++i)
+    EXPECT_EQ(with_own.sentences[i].tokens, spread.sentences[i].tokens);
+  const Sentence& slow = with_own.sentences.back();
+  std::vector<int> body(slow.tokens.begin() + slow.prompt_length, slow.tokens.end());
+  EXPECT_EQ(decode_decisions(space, body), proposed[1]);
+  EXPECT_EQ(Vocabulary::get().text(slow.tokens[slow.prompt_length - 2]), "speed:slow");
 }
 
 TEST(Checkpoint, LoadsWhatWasWrittenAndRejectsCorruptFiles) {
@@ -374,7 +407,7 @@ TEST(Train, SpeedClassFinetuneMakesAModelThatAsksForTheBest) {
   Hardware hw = test_hardware();
   store_timed_schedules(store, "matmul:m=64,n=64,k=64", hw);
   store_timed_schedules(store, "softmax:rows=32,cols=64", hw);
-  Dataset data = measured_by_speed(store, hw, 16, {});
+  Dataset data = measured_by_speed(store, hw, {16}, {});
   write_dataset(dir + "/d.bin", data);
   torch::manual_seed(3);
   Gpt base(tiny_config());

@@ -167,6 +167,8 @@ void add_improve_command(CLI::App& app, ImproveFlags& f, CommonFlags& flags) {
   improve->add_option("--rounds", f.options.rounds, "rounds (at most 10)");
   improve->add_option("--trials-per-task", f.options.trials_per_task, "schedules per task");
   improve->add_option("--finetune-steps", f.options.finetune_steps, "fine-tuning steps a round");
+  improve->add_option("--best-copies", f.options.best_copies,
+                      "times each task's best schedules appear in a round's data (speed classes)");
   improve->add_option("--tasks", f.tasks, "training task list");
   improve->add_option("--heldout", f.held_out, "held-out task list (evaluation only)");
   improve->add_option("--run", f.options.run_dir, "run directory (audit.jsonl, round data)");

@@ -62,6 +62,7 @@ struct FinetuneFlags {
   int per_task = 0;  // 0: the recipe's (kBestPerTask, or kSpeedPerTask with speed classes)
   bool speed_classes = false;
   int best_copies = 1;
+  bool model_proposals = false;
 };
 
 // Writes the best measured schedules of the store to the run directory, then trains the
@@ -74,9 +75,12 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
     auto tasks = read_list_file(file);
     excluded.insert(excluded.end(), tasks.begin(), tasks.end());
   }
+  if (f.model_proposals && !f.speed_classes)
+    throw Error("train finetune: --model-proposals needs --speed-classes");
   if (f.per_task <= 0) f.per_task = f.speed_classes ? kSpeedPerTask : kBestPerTask;
-  Dataset data = f.speed_classes ? measured_by_speed(store, detect_hardware(), f.per_task, excluded,
-                                                     f.best_copies)
+  SpeedSelection selection{f.per_task, f.best_copies};
+  selection.model_proposals = f.model_proposals;
+  Dataset data = f.speed_classes ? measured_by_speed(store, detect_hardware(), selection, excluded)
                                  : best_measured(store, detect_hardware(), f.per_task, excluded);
   f.train.options.speed_prompt = f.speed_classes;
   if (data.sentences.empty())
@@ -173,6 +177,9 @@ void add_train_commands(CLI::App& app, const std::string& command_line) {
                        "with --speed-classes: times each task's best schedules appear");
   finetune->add_flag("--speed-classes", fine->speed_classes,
                      "learn from schedules of every speed, each prompt saying its speed class");
+  finetune->add_flag("--model-proposals", fine->model_proposals,
+                     "with --speed-classes: also every schedule a model proposed (tlm improve's "
+                     "data)");
   finetune->add_option("--exclude", fine->exclude,
                        "task lists to leave out (held-out, validation; repeat the flag)");
   add_training_options(finetune, fine->train);

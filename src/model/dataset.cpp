@@ -221,20 +221,26 @@ Dataset best_measured(const RecordStore& store, const Hardware& hardware, int pe
   return data;
 }
 
-Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware, int per_task,
-                          const std::vector<std::string>& excluded, int best_copies) {
+Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware,
+                          const SpeedSelection& selection,
+                          const std::vector<std::string>& excluded) {
   Dataset data;
   auto pick = [&](const TaskSpec& task, const ScheduleSpace& space,
                   const std::vector<Record>& fastest) {
     double best_ms = fastest.front().median_ms;
-    for (size_t rank : spread_ranks(fastest.size(), size_t(std::max(per_task, 0)))) {
+    auto add = [&](size_t rank) {
       const Record& r = fastest[rank];
       SpeedClass speed = speed_class(rank, r.median_ms > 0 ? best_ms / r.median_ms : 1.0);
       auto prompt = encode_prompt(hardware, task, space.shape(), speed);
-      int copies = speed == SpeedClass::Best ? std::max(best_copies, 1) : 1;
+      int copies = speed == SpeedClass::Best ? std::max(selection.best_copies, 1) : 1;
       for (int c = 0; c < copies; ++c)
         data.sentences.push_back(measured_sentence(prompt, space, r));
-    }
+    };
+    auto ranks = spread_ranks(fastest.size(), size_t(std::max(selection.per_task, 0)));
+    std::set<size_t> picked(ranks.begin(), ranks.end());
+    for (size_t rank : ranks) add(rank);
+    for (size_t rank = 0; selection.model_proposals && rank < fastest.size(); ++rank)
+      if (!fastest[rank].checkpoint.empty() && !picked.count(rank)) add(rank);
   };
   for_each_measured_task(store, hardware, std::numeric_limits<int>::max(), excluded, pick);
   return data;

@@ -45,14 +45,23 @@ constexpr int kSpeedPerTask = 64;
 // that are no longer legal in the task's space.
 Dataset best_measured(const RecordStore& store, const Hardware& hardware, int per_task,
                       const std::vector<std::string>& excluded);
-// Fine-tuning sentences of every speed: up to `per_task` verified schedules of every task
-// the store has measured on this hardware (all when it has fewer; else its fastest
-// per_task/4 and the rest spread evenly over the slower ranks), each prompt ending with
-// the schedule's speed class (lang/sentence.h), each Best one `best_copies` times (the
-// model then learns a trained task's best schedules as firmly as best-only fine-tuning
-// does). Same exclusions as best_measured.
-Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware, int per_task,
-                          const std::vector<std::string>& excluded, int best_copies = 1);
+// Which measured schedules become speed-labeled sentences (measured_by_speed).
+struct SpeedSelection {
+  SpeedSelection(int per_task = kSpeedPerTask, int best_copies = 1)
+      : per_task(per_task), best_copies(best_copies) {}
+  int per_task;                  // per task: all when it has fewer; else its fastest
+                                 // per_task/4 and the rest spread evenly over the slower ranks
+  int best_copies;               // times each Best sentence appears (the model then learns a
+                                 // trained task's best as firmly as best-only fine-tuning does)
+  bool model_proposals = false;  // also every schedule a model proposed (its record names the
+                                 // checkpoint), wherever it ranks: improve's own mistakes
+};
+// Fine-tuning sentences of every speed from the verified schedules of every task the store
+// has measured on this hardware, as `selection` picks them, each prompt ending with the
+// schedule's speed class (lang/sentence.h). Same exclusions as best_measured.
+Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware,
+                          const SpeedSelection& selection,
+                          const std::vector<std::string>& excluded);
 // `per_task` random schedules of each task, as sentences (with progress on stderr).
 Dataset sample_corpus(const std::vector<std::string>& tasks, int per_task, uint64_t seed,
                       const Hardware& hardware);

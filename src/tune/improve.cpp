@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -19,16 +20,15 @@
 namespace tlm {
 namespace {
 
-constexpr int kGateRepeats = 3;  // interleaved measurements per held-out task
+constexpr int kGateRepeats = 3;  // interleaved measurements per task
 
-// Geomean latency over the held-out tasks of each model's top-1 schedule. Per task the
-// two are measured interleaved kGateRepeats times and each keeps its median (one run's
-// geomean moved +-10% between rounds on the same schedules). A schedule that fails
-// counts as 10x the other's latency.
-std::pair<double, double> held_out_geomeans(ScheduleModel& a, ScheduleModel& b,
-                                            const std::vector<std::string>& tasks,
-                                            Measurer& measurer) {
-  double log_a = 0, log_b = 0;
+// Each model's top-1 schedule for every task, measured interleaved kGateRepeats
+// times (one run's geomean moved +-10% between rounds on the same schedules); per task
+// the medians (a, b) in ms. A schedule that fails counts as 10x the other's latency.
+std::vector<std::pair<double, double>> top_one_latencies(ScheduleModel& a, ScheduleModel& b,
+                                                         const std::vector<std::string>& tasks,
+                                                         Measurer& measurer) {
+  std::vector<std::pair<double, double>> latencies;
   for (const auto& spec : tasks) {
     TaskSpec task = parse_task_spec(spec);
     auto top_a = a.top_one(task, detect_hardware());
@@ -43,10 +43,55 @@ std::pair<double, double> held_out_geomeans(ScheduleModel& a, ScheduleModel& b,
     if (ms_a == 0 && ms_b == 0) ms_a = ms_b = 1;
     if (ms_a == 0) ms_a = 10 * ms_b;
     if (ms_b == 0) ms_b = 10 * ms_a;
-    log_a += std::log(ms_a), log_b += std::log(ms_b);
+    latencies.push_back({ms_a, ms_b});
   }
-  double n = std::max<size_t>(1, tasks.size());
+  return latencies;
+}
+
+std::pair<double, double> geomeans(const std::vector<std::pair<double, double>>& latencies) {
+  double log_a = 0, log_b = 0;
+  for (auto [a, b] : latencies) log_a += std::log(a), log_b += std::log(b);
+  double n = std::max<size_t>(1, latencies.size());
   return {std::exp(log_a / n), std::exp(log_b / n)};
+}
+
+// The family a task's speed is judged in: its operator, and a convolution's window
+// (a 1x1 convolution is a matrix product; a 3x3 one is not).
+std::string task_family(const std::string& spec) {
+  TaskSpec task = parse_task_spec(spec);
+  if (task.op != "conv2d" && task.op != "dwconv2d") return task.op;
+  return task.op + " " + std::to_string(task.get("r")) + "x" + std::to_string(task.get("s"));
+}
+
+nlohmann::json per_task(const std::vector<std::string>& tasks,
+                        const std::vector<std::pair<double, double>>& latencies) {
+  nlohmann::json by_task = nlohmann::json::object();
+  for (size_t i = 0; i < latencies.size(); ++i)
+    by_task[tasks[i]] = {{"parent", latencies[i].first}, {"candidate", latencies[i].second}};
+  return by_task;
+}
+
+std::string decision(const RoundResult& r) {
+  if (r.promoted) return "promoted";
+  if (r.slower_families.empty()) return "kept, not promoted";
+  std::string families;
+  for (const auto& f : r.slower_families) families += (families.empty() ? "" : ", ") + f;
+  return "kept, not promoted: slower on training " + families;
+}
+
+// One round's line in the audit log: data added, metrics, decision.
+nlohmann::json audit_line(const ImproveOptions& o, const RoundResult& r) {
+  return {{"round", r.round},
+          {"time", double(std::time(nullptr))},
+          {"parent", r.parent},
+          {"candidate", r.candidate},
+          {"measured", r.measured},
+          {"held_out_geomean_ms",
+           {{"parent", r.parent_geomean_ms}, {"candidate", r.candidate_geomean_ms}}},
+          {"held_out_ms", per_task(o.held_out, r.held_out_ms)},
+          {"training_ms", per_task(o.tasks, r.training_ms)},
+          {"slower_families", r.slower_families},
+          {"decision", decision(r)}};
 }
 
 int rounds_done(const std::string& audit_path) {
@@ -58,33 +103,25 @@ int rounds_done(const std::string& audit_path) {
   return done;
 }
 
-// The checkpoint every round fine-tunes from: the validated base's parent (the pretrained
-// model the base was fine-tuned from), so that a candidate is the base's recipe on more
-// data rather than a fine-tune stacked on fine-tunes; the default when the base has none.
-std::string finetune_init(const Registry& registry) {
-  std::string base = registry.base_id();
-  if (!base.empty()) {
-    std::string pretrained = registry.show(base).parent;
-    if (!pretrained.empty()) return pretrained;
-  }
-  return registry.default_id();
-}
-
-// Fine-tunes on the store's schedules the way the parent learned (the best per task, or
-// every speed labeled when the parent reads speed classes); returns the new checkpoint's id.
+// Fine-tunes the parent further, the way it learned: on the best measured schedules per
+// task, or, when it reads speed classes, on schedules of every speed with every schedule a
+// model proposed (the parent's own slow picks labeled slow).
+// Returns the new checkpoint's id.
 std::string finetune_round(const ImproveOptions& o, RecordStore& store, const Registry& registry,
-                           int round, bool speed_prompt) {
+                           const std::string& parent, int round, bool speed_prompt) {
   TrainOptions train;
   train.run_dir = o.run_dir + "/round-" + std::to_string(round);
   ::mkdir(train.run_dir.c_str(), 0755);
   train.data_path = train.run_dir + "/finetune.bin";
   train.steps = o.finetune_steps;
+  train.learning_rate = o.learning_rate;
   train.speed_prompt = speed_prompt;
-  Dataset data = speed_prompt ? measured_by_speed(store, detect_hardware(), o.speed_per_task,
-                                                  o.held_out, o.best_copies)
+  SpeedSelection selection(o.speed_per_task, o.best_copies);
+  selection.model_proposals = true;
+  Dataset data = speed_prompt ? measured_by_speed(store, detect_hardware(), selection, o.held_out)
                               : best_measured(store, detect_hardware(), o.per_task, o.held_out);
   write_dataset(train.data_path, data);
-  return train_checkpoint(train, {}, registry.path_of(finetune_init(registry)), o.models_dir,
+  return train_checkpoint(train, {}, registry.path_of(parent), o.models_dir,
                           "tlm improve round " + std::to_string(round))
       .id;
 }
@@ -117,12 +154,18 @@ RoundResult run_round(const ImproveOptions& o, Measurer& measurer, RecordStore& 
     std::fprintf(stderr, "\r  round %d: measured %zu/%zu tasks   ", round, i + 1, o.tasks.size());
   }
   std::fprintf(stderr, "\n");
-  result.candidate = finetune_round(o, store, registry, round, parent->config().speed_prompt);
+  result.candidate =
+      finetune_round(o, store, registry, result.parent, round, parent->config().speed_prompt);
   auto candidate = ScheduleModel::load(registry.path_of(result.candidate));
-  auto [parent_ms, candidate_ms] = held_out_geomeans(*parent, *candidate, o.held_out, measurer);
+  result.held_out_ms = top_one_latencies(*parent, *candidate, o.held_out, measurer);
+  auto [parent_ms, candidate_ms] = geomeans(result.held_out_ms);
   result.parent_geomean_ms = parent_ms;
   result.candidate_geomean_ms = candidate_ms;
-  result.promoted = candidate_ms < parent_ms;
+  if (candidate_ms < parent_ms) {  // only then is the second guard worth its measurements
+    result.training_ms = top_one_latencies(*parent, *candidate, o.tasks, measurer);
+    result.slower_families = slower_families(o.tasks, result.training_ms);
+  }
+  result.promoted = candidate_ms < parent_ms && result.slower_families.empty();
   if (result.promoted)
     registry.promote(result.candidate, "improve round " + std::to_string(round) +
                                            ": held-out geomean " + std::to_string(parent_ms) +
@@ -131,6 +174,19 @@ RoundResult run_round(const ImproveOptions& o, Measurer& measurer, RecordStore& 
 }
 
 }  // namespace
+
+std::vector<std::string> slower_families(const std::vector<std::string>& tasks,
+                                         const std::vector<std::pair<double, double>>& latencies) {
+  std::map<std::string, std::vector<std::pair<double, double>>> by_family;
+  for (size_t i = 0; i < tasks.size(); ++i)
+    by_family[task_family(tasks[i])].push_back(latencies[i]);
+  std::vector<std::string> slower;
+  for (const auto& [family, family_latencies] : by_family) {
+    auto [parent_ms, candidate_ms] = geomeans(family_latencies);
+    if (candidate_ms > kFamilySlowdownLimit * parent_ms) slower.push_back(family);
+  }
+  return slower;
+}
 
 std::vector<RoundResult> run_improve(const ImproveOptions& o, Measurer& measurer,
                                      RecordStore& store) {
@@ -145,18 +201,7 @@ std::vector<RoundResult> run_improve(const ImproveOptions& o, Measurer& measurer
   std::vector<RoundResult> results;
   for (int round = rounds_done(audit) + 1; round <= o.rounds; ++round) {
     RoundResult r = run_round(o, measurer, store, round);
-    std::ofstream(audit, std::ios::app)
-        << nlohmann::json(
-               {{"round", r.round},
-                {"time", double(std::time(nullptr))},
-                {"parent", r.parent},
-                {"candidate", r.candidate},
-                {"measured", r.measured},
-                {"held_out_geomean_ms",
-                 {{"parent", r.parent_geomean_ms}, {"candidate", r.candidate_geomean_ms}}},
-                {"decision", r.promoted ? "promoted" : "kept, not promoted"}})
-               .dump()
-        << std::endl;
+    std::ofstream(audit, std::ios::app) << audit_line(o, r).dump() << std::endl;
     results.push_back(r);
   }
   return results;
