@@ -68,6 +68,8 @@ struct FinetuneFlags {
 // Writes the best measured schedules of the store to the run directory, then trains the
 // --init checkpoint on them.
 void run_finetune(FinetuneFlags f, const std::string& command) {
+  if (f.model_proposals && !f.speed_classes)
+    throw Error("train finetune: --model-proposals needs --speed-classes");
   RecordStore store(f.db);
   ::mkdir(f.train.options.run_dir.c_str(), 0755);
   std::vector<std::string> excluded;
@@ -75,8 +77,6 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
     auto tasks = read_list_file(file);
     excluded.insert(excluded.end(), tasks.begin(), tasks.end());
   }
-  if (f.model_proposals && !f.speed_classes)
-    throw Error("train finetune: --model-proposals needs --speed-classes");
   if (f.per_task <= 0) f.per_task = f.speed_classes ? kSpeedPerTask : kBestPerTask;
   SpeedSelection selection{f.per_task, f.best_copies};
   selection.model_proposals = f.model_proposals;
