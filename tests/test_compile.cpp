@@ -102,15 +102,15 @@ TEST(Compile, BertLayerMatchesTheInterpreter) {
 // previous output and sometimes one from further back (a skip connection).
 Plan random_plan(std::mt19937_64& rng, int steps) {
   Plan plan;
-  plan.tensors.push_back({"input", {64}, "input"});
+  plan.tensors.push_back({"input", {64}, TensorKind::Input});
   plan.inputs = {0};
   for (int s = 0; s < steps; ++s) {
     int64_t size = 1 + int64_t(rng() % 5000);
-    plan.tensors.push_back({"t" + std::to_string(s), {size}, "activation"});
+    plan.tensors.push_back({"t" + std::to_string(s), {size}, TensorKind::Activation});
     int out = int(plan.tensors.size()) - 1;
     std::vector<int> inputs = {out - 1};
     if (out > 2 && rng() % 3 == 0) inputs.push_back(1 + int(rng() % (out - 1)));
-    plan.steps.push_back({"kernel", "f", "task", inputs, out, {}, {}});
+    plan.steps.push_back({StepKind::Kernel, "f", "task", inputs, out, {}, {}});
   }
   plan.outputs = {int(plan.tensors.size()) - 1};
   return plan;
@@ -128,11 +128,11 @@ TEST(MemoryPlan, RandomPlansNeverShareLiveMemory) {
 
 TEST(MemoryPlan, AChainNeedsOnlyTwoBuffers) {
   Plan plan;
-  plan.tensors.push_back({"x", {1000}, "input"});
+  plan.tensors.push_back({"x", {1000}, TensorKind::Input});
   plan.inputs = {0};
   for (int s = 0; s < 10; ++s) {
-    plan.tensors.push_back({"t" + std::to_string(s), {1000}, "activation"});
-    plan.steps.push_back({"kernel", "f", "task", {s}, s + 1, {}, {}});
+    plan.tensors.push_back({"t" + std::to_string(s), {1000}, TensorKind::Activation});
+    plan.steps.push_back({StepKind::Kernel, "f", "task", {s}, s + 1, {}, {}});
   }
   plan.outputs = {10};
   plan_memory(plan);

@@ -81,7 +81,7 @@ TEST_P(Sentences, CursorSpellsExactlyTheLegalValues) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryOpKind, Sentences, ::testing::Values(TLM_EVERY_OP_KIND));
+INSTANTIATE_TEST_SUITE_P(EveryOpKind, Sentences, ::testing::ValuesIn(every_task_example()));
 
 TEST(Vocabulary, UnseenShapesStillEncode) {
   TaskSpec task = parse_task_spec("dense:m=97,n=11008,k=4099+bias+silu");

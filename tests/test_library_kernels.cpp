@@ -6,8 +6,8 @@
 #include <cmath>
 #include <random>
 
-#include "graph/task_spec.h"
 #include "measure/library_kernels.h"
+#include "ops/task_spec.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -23,17 +23,17 @@ struct Shape {
 };
 
 bool is_conv(const TaskSpec& task) {
-  return task.op == "conv2d" || task.op == "dwconv2d";
+  return task.op() == "conv2d" || task.op() == "dwconv2d";
 }
 
 Shape shape_of(const TaskSpec& task) {
   Shape sh;
   if (!is_conv(task)) {
-    sh.batch = task.op == "batch_matmul" ? task.get("b") : 1;
+    sh.batch = task.op() == "batch_matmul" ? task.get("b") : 1;
     sh.m = task.get("m"), sh.n = task.get("n"), sh.k = task.get("k");
     return sh;
   }
-  bool dw = task.op == "dwconv2d";
+  bool dw = task.op() == "dwconv2d";
   sh.images = task.get("n"), sh.c = task.get("c"), sh.h = task.get("h"), sh.w = task.get("w");
   sh.oc = dw ? sh.c : task.get("k"), sh.groups = dw ? sh.c : task.get("groups");
   sh.r = task.get("r"), sh.s = task.get("s"), sh.stride = task.get("stride");
@@ -58,8 +58,9 @@ std::vector<int64_t> input_sizes(const TaskSpec& task, const Shape& sh) {
     sizes = {sh.images * sh.c * sh.h * sh.w, sh.oc * (sh.c / sh.groups) * sh.r * sh.s};
   else
     sizes = {sh.batch * sh.m * sh.k, sh.batch * sh.k * sh.n};
-  if (task.has_epilogue("bias")) sizes.push_back(is_conv(task) ? sh.oc : sh.n);
-  for (const auto& e : task.epilogue)
+  auto words = task.epilogue_words();
+  if (std::count(words.begin(), words.end(), "bias")) sizes.push_back(is_conv(task) ? sh.oc : sh.n);
+  for (const auto& e : words)
     if (e == "add" || e == "mul") sizes.push_back(output_size(sh));
   return sizes;
 }
@@ -133,7 +134,7 @@ float activation(const std::string& name, float x) {
 void reference_epilogue(const TaskSpec& task, const Shape& sh, const std::vector<Tensor>& in,
                         Tensor& y) {
   size_t next = 2;
-  for (const auto& e : task.epilogue) {
+  for (const auto& e : task.epilogue_words()) {
     for (size_t i = 0; i < y.size(); ++i) {
       if (e == "bias") {
         int64_t channel = sh.oc ? (int64_t(i) / (sh.oh * sh.ow)) % sh.oc : int64_t(i) % sh.n;

@@ -199,13 +199,15 @@ TEST_P(Generation, BeamScoreIsTheSentenceLogProbabilityUnderTheModel) {
   EXPECT_NEAR(best.log_prob, expected, 1e-3 * std::max(1.0, std::fabs(expected)));
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryOpKind, Generation, ::testing::Values(TLM_EVERY_OP_KIND));
+INSTANTIATE_TEST_SUITE_P(EveryOpKind, Generation, ::testing::ValuesIn(every_task_example()));
 
 // Reusing the keys and values of the previous prompt's shared prefix changes nothing.
 TEST(Generation, PromptCacheGivesTheSameSchedules) {
   Gpt model = tiny_model(4);
   PromptCache prompt_cache;
-  for (const char* spec : {TLM_EVERY_OP_KIND, TLM_EVERY_OP_KIND}) {
+  std::vector<std::string> specs = every_task_example(), again = specs;
+  specs.insert(specs.end(), again.begin(), again.end());  // the second pass reuses the cache
+  for (const auto& spec : specs) {
     TaskSpec task = parse_task_spec(spec);
     ScheduleSpace space(describe_task(task));
     auto prompt = encode_prompt(test_hardware(), task, space.shape());

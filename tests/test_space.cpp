@@ -42,7 +42,7 @@ TEST_P(RandomSchedules, CompileAndMatchReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryOpKind, RandomSchedules, ::testing::Values(TLM_EVERY_OP_KIND));
+INSTANTIATE_TEST_SUITE_P(EveryOpKind, RandomSchedules, ::testing::ValuesIn(every_task_example()));
 
 // Counts complete legal decision lists by walking every branch.
 double brute_force_count(const ScheduleSpace& space, std::vector<int64_t>& prefix) {

@@ -1,8 +1,8 @@
 // Task spec parsing: canonical keys, defaults, and a one-line error for each malformed part.
 #include <gtest/gtest.h>
 
-#include "graph/task_spec.h"
 #include "ops/task_shape.h"
+#include "ops/task_spec.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -15,7 +15,7 @@ TEST(TaskSpec, CanonicalKeyFillsDefaultsInSchemaOrder) {
   EXPECT_EQ(a.key(),
             "conv2d:n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1,dilation=1,groups=1+bias+relu");
   EXPECT_EQ(a.get("k"), 64);
-  EXPECT_EQ(a.epilogue, (std::vector<std::string>{"bias", "relu"}));
+  EXPECT_EQ(a.epilogue_words(), (std::vector<std::string>{"bias", "relu"}));
   EXPECT_EQ(parse_task_spec(a.key()).key(), a.key());
 }
 

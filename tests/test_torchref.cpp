@@ -37,31 +37,31 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& expec
 Graph every_operator_graph() {
   Graph g("every-op", 3);
   int x = g.input("x", {1, 4, 8, 8});
-  int c = g.add("conv2d", {x, g.constant("w", {8, 4, 3, 3}), g.constant("b", {8})},
+  int c = g.add(OpKind::Conv2d, {x, g.constant("w", {8, 4, 3, 3}), g.constant("b", {8})},
                 {{"stride", {1}}, {"pad", {1}}});
-  c = g.add("batchnorm", {c, g.constant("bn_s", {8}), g.constant("bn_t", {8})});
-  c = g.add("relu6", {c});
-  int d = g.add("conv2d", {c, g.constant("dw", {8, 1, 3, 3})},
+  c = g.add(OpKind::BatchNorm, {c, g.constant("bn_s", {8}), g.constant("bn_t", {8})});
+  c = g.add(OpKind::Relu6, {c});
+  int d = g.add(OpKind::Conv2d, {c, g.constant("dw", {8, 1, 3, 3})},
                 {{"stride", {2}}, {"pad", {1}}, {"groups", {8}}});
-  d = g.add("silu", {d});
-  int pooled = g.add("global_avgpool", {d});
-  d = g.add("channel_scale", {d, g.add("sigmoid", {pooled})});
-  d = g.add("maxpool",
+  d = g.add(OpKind::Silu, {d});
+  int pooled = g.add(OpKind::GlobalAvgPool, {d});
+  d = g.add(OpKind::ChannelScale, {d, g.add(OpKind::Sigmoid, {pooled})});
+  d = g.add(OpKind::MaxPool,
             {
                 d,
             },
             {{"r", {2}}, {"stride", {2}}});
-  d = g.add("avgpool", {d}, {{"r", {3}}, {"stride", {1}}, {"pad", {1}}});
-  int rows = g.add("reshape", {d}, {{"shape", {1, 8, 4}}});
-  rows = g.add("transpose", {rows}, {{"perm", {0, 2, 1}}});
-  int h = g.add("dense", {rows, g.constant("fc", {8, 16}), g.constant("fc_b", {16})});
-  h = g.add("gelu", {h});
-  h = g.add("layernorm", {h, g.constant("ln_g", {16}), g.constant("ln_b", {16})});
-  int t = g.add("tanh", {h});
-  h = g.add("add", {h, g.add("mul", {t, h})});
-  h = g.add("rmsnorm", {h, g.constant("rms_g", {16})});
-  int scores = g.add("batch_matmul", {h, g.add("transpose", {h}, {{"perm", {0, 2, 1}}})});
-  g.mark_output(g.add("softmax", {g.add("relu", {scores})}));
+  d = g.add(OpKind::AvgPool, {d}, {{"r", {3}}, {"stride", {1}}, {"pad", {1}}});
+  int rows = g.add(OpKind::Reshape, {d}, {{"shape", {1, 8, 4}}});
+  rows = g.add(OpKind::Transpose, {rows}, {{"perm", {0, 2, 1}}});
+  int h = g.add(OpKind::Dense, {rows, g.constant("fc", {8, 16}), g.constant("fc_b", {16})});
+  h = g.add(OpKind::Gelu, {h});
+  h = g.add(OpKind::LayerNorm, {h, g.constant("ln_g", {16}), g.constant("ln_b", {16})});
+  int t = g.add(OpKind::Tanh, {h});
+  h = g.add(OpKind::Add, {h, g.add(OpKind::Mul, {t, h})});
+  h = g.add(OpKind::RmsNorm, {h, g.constant("rms_g", {16})});
+  int scores = g.add(OpKind::MatMul, {h, g.add(OpKind::Transpose, {h}, {{"perm", {0, 2, 1}}})});
+  g.mark_output(g.add(OpKind::Softmax, {g.add(OpKind::Relu, {scores})}));
   return g;
 }
 

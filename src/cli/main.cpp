@@ -180,7 +180,7 @@ void add_improve_command(CLI::App& app, ImproveFlags& f, CommonFlags& flags) {
 // A zoo model's tasks: count, FLOPs and share of the model's FLOPs, largest first.
 void print_tasks(const std::string& model, const ZooOptions& zoo, bool specs_only) {
   Graph graph = load_model_graph(model, zoo);
-  Partition partition = partition_graph(graph);
+  Partition partition = model_tasks(graph);
   if (specs_only) {
     for (const auto& use : partition.tasks) std::printf("%s\n", use.spec.c_str());
     return;

@@ -1,5 +1,6 @@
-// Interpreter: runs a Graph with plain loops, one node at a time, for checking rewrites
-// and compiled models on small inputs. Slow by design; correct and readable first.
+// Interpreter: runs a Graph one node at a time by each operator's reference semantics
+// (ops/registry.h), for checking rewrites and compiled models on small inputs. Slow by
+// design; correct and readable first.
 #pragma once
 #include <vector>
 

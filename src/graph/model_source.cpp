@@ -10,8 +10,9 @@ bool is_onnx_path(const std::string& source) {
   return source.size() > 5 && source.compare(source.size() - 5, 5, ".onnx") == 0;
 }
 
-WeightedGraph load_model_source(const std::string& source, const ZooOptions& zoo) {
-  if (is_onnx_path(source)) return import_onnx(source);
+WeightedGraph load_model_source(const std::string& source, const ZooOptions& zoo,
+                                const OnnxOptions& onnx) {
+  if (is_onnx_path(source)) return import_onnx(source, onnx);
   Graph graph = build_zoo_model(source, zoo);
   // Compiling holds the weights about twice (drawn, then packed): refuse what cannot fit.
   double need_gb = graph.parameter_count() * 4.0 * 2 / 1e9;
@@ -25,8 +26,8 @@ WeightedGraph load_model_source(const std::string& source, const ZooOptions& zoo
   return {std::move(graph), std::move(weights)};
 }
 
-Graph load_model_graph(const std::string& source, const ZooOptions& zoo) {
-  if (is_onnx_path(source)) return import_onnx(source).graph;
+Graph load_model_graph(const std::string& source, const ZooOptions& zoo, const OnnxOptions& onnx) {
+  if (is_onnx_path(source)) return import_onnx(source, onnx).graph;
   return build_zoo_model(source, zoo);
 }
 

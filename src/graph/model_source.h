@@ -4,6 +4,7 @@
 #pragma once
 #include <string>
 
+#include "graph/onnx_import.h"
 #include "graph/rewrites.h"
 #include "graph/zoo.h"
 
@@ -11,8 +12,10 @@ namespace tlm {
 
 bool is_onnx_path(const std::string& source);
 // Throws tlm::Error (one line) for an unknown name or an unreadable/unsupported file.
-WeightedGraph load_model_source(const std::string& source, const ZooOptions& zoo);
+WeightedGraph load_model_source(const std::string& source, const ZooOptions& zoo,
+                                const OnnxOptions& onnx = {});
 // The graph alone (a zoo model's weights are not drawn).
-Graph load_model_graph(const std::string& source, const ZooOptions& zoo);
+Graph load_model_graph(const std::string& source, const ZooOptions& zoo,
+                       const OnnxOptions& onnx = {});
 
 }  // namespace tlm

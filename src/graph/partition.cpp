@@ -1,114 +1,183 @@
 #include "graph/partition.h"
 
 #include <map>
-#include <set>
 
-#include "graph/task_spec.h"
+#include "graph/rewrites.h"
+#include "ops/task_spec.h"
 #include "util/error.h"
 
 namespace tlm {
 namespace {
 
-std::string kv(const std::string& key, int64_t value) {
-  return key + "=" + std::to_string(value);
-}
-
-int64_t rows_of(const std::vector<int64_t>& shape) {
-  return element_count(shape) / shape.back();
-}
-
-// The anchor's task spec without epilogue, or "" if the node is not an anchor.
-std::string anchor_spec(const Graph& g, const Node& n) {
-  auto in = [&](int k) { return g.shape(n.inputs[k]); };
-  if (n.op == "conv2d") {
-    auto x = in(0), w = in(1);
-    int64_t groups = n.attr("groups", 1);
-    std::string window = kv("r", w[2]) + "," + kv("s", w[3]) + "," +
-                         kv("stride", n.attr("stride", 1)) + "," + kv("pad", n.attr("pad", 0)) +
-                         "," + kv("dilation", n.attr("dilation", 1));
-    std::string image =
-        kv("n", x[0]) + "," + kv("c", x[1]) + "," + kv("h", x[2]) + "," + kv("w", x[3]);
-    if (groups == x[1] && w[0] == x[1]) return "dwconv2d:" + image + "," + window;
-    return "conv2d:" + image + "," + kv("k", w[0]) + "," + window + "," + kv("groups", groups);
+// For each dim of `graph_shape`, the dim of `kernel_shape` it merges into (the kernel sees
+// the same memory with consecutive dims merged); empty when it is no such merge.
+std::vector<int> dim_groups(const Shape& graph_shape, const Shape& kernel_shape) {
+  std::vector<int> group(graph_shape.size(), 0);
+  size_t d = 0;
+  for (size_t k = 0; k < kernel_shape.size(); ++k) {
+    int64_t product = 1;
+    while (d < graph_shape.size() && (product < kernel_shape[k] || graph_shape[d] == 1)) {
+      if (graph_shape[d] != 1 && product * graph_shape[d] > kernel_shape[k]) break;
+      product *= graph_shape[d];
+      group[d++] = int(k);
+    }
+    if (product != kernel_shape[k]) return {};
   }
-  if (n.op == "dense")
-    return "dense:" + kv("m", rows_of(in(0))) + "," + kv("n", in(1)[1]) + "," + kv("k", in(1)[0]);
-  if (n.op == "batch_matmul")
-    return "batch_matmul:" + kv("b", in(0)[0]) + "," + kv("m", in(0)[1]) + "," + kv("n", in(1)[2]) +
-           "," + kv("k", in(0)[2]);
-  if (n.op == "maxpool" || n.op == "avgpool") {
-    auto x = in(0);
-    int64_t r = n.attr("r", 1);
-    return std::string("pool2d:kind=") + (n.op == "maxpool" ? "max" : "avg") + "," + kv("n", x[0]) +
-           "," + kv("c", x[1]) + "," + kv("h", x[2]) + "," + kv("w", x[3]) + "," + kv("r", r) +
-           "," + kv("s", n.attr("s", r)) + "," + kv("stride", n.attr("stride", 1)) + "," +
-           kv("pad", n.attr("pad", 0));
+  for (; d < graph_shape.size(); ++d) {
+    if (graph_shape[d] != 1) return {};
+    group[d] = int(kernel_shape.size()) - 1;
   }
-  if (n.op == "global_avgpool") {
-    auto x = in(0);
-    return "global_pool:kind=avg," + kv("n", x[0]) + "," + kv("c", x[1]) + "," + kv("h", x[2]) +
-           "," + kv("w", x[3]);
-  }
-  if (n.op == "softmax" || n.op == "layernorm" || n.op == "rmsnorm")
-    return n.op + ":" + kv("rows", rows_of(in(0))) + "," + kv("cols", in(0).back());
-  if (n.op == "channel_scale") {
-    auto x = in(0);
-    return "channel_scale:" + kv("n", x[0]) + "," + kv("c", x[1]) + "," + kv("h", x[2]) + "," +
-           kv("w", x[3]);
-  }
-  return "";
+  return group;
 }
 
-bool is_elementwise(const std::string& op) {
-  static const std::set<std::string> ops = {"relu", "relu6", "gelu", "silu",     "sigmoid",
-                                            "tanh", "add",   "mul",  "batchnorm"};
-  return ops.count(op) != 0;
+// The mask (bit k: kernel dim k, row-major) an operand of `operand_shape` is read along
+// by a kernel writing `graph_shape` as `kernel_shape`; -1 when some kernel dim is covered
+// only in part. Dims of extent 1 read the same either way: they are left out, unless
+// the operand covers every other dim (then it is the output's whole shape); an operand
+// along the channel dim alone is read as a bias.
+int operand_mask(const Shape& operand_shape, const Shape& graph_shape, const Shape& kernel_shape,
+                 int channel_dim) {
+  std::vector<int> group = dim_groups(graph_shape, kernel_shape);
+  if (group.empty() || operand_shape.size() > graph_shape.size()) return -1;
+  Shape o(graph_shape.size() - operand_shape.size(), 1);
+  o.insert(o.end(), operand_shape.begin(), operand_shape.end());
+  std::vector<int> varies(kernel_shape.size(), 0), misses(kernel_shape.size(), 0);
+  for (size_t d = 0; d < graph_shape.size(); ++d) {
+    if (graph_shape[d] == 1) continue;
+    (o[d] == graph_shape[d] ? varies : misses)[size_t(group[d])] = 1;
+  }
+  int mask = 0, wide = 0, full = (1 << kernel_shape.size()) - 1;
+  for (size_t k = 0; k < kernel_shape.size(); ++k) {
+    if (varies[k] && misses[k]) return -1;
+    if (varies[k]) mask |= 1 << int(k);
+    if (kernel_shape[k] != 1) wide |= 1 << int(k);
+  }
+  if (channel_dim >= 0 && mask == (wide & (1 << channel_dim)) && mask) return 1 << channel_dim;
+  return mask == wide ? full : mask;
 }
 
-// The epilogue word of an elementwise node following `prev` in a chain ("" to stop).
-std::string epilogue_word(const Node& n, const std::string& anchor_op, bool first) {
-  if (n.op == "batchnorm") return first && anchor_op == "conv2d" ? "bias" : "";
-  return n.op;
+// The epilogue grows one step at a time, each with its operand (or none).
+struct Chain {
+  std::vector<EpilogueStep> steps;
+  std::vector<int> operands;  // graph tensors, one per binary step
+};
+
+bool is_output(const Graph& g, int tensor) {
+  for (int o : g.outputs())
+    if (o == tensor) return true;
+  return false;
 }
 
-// Follows the single-consumer elementwise chain after `node`, fusing it; returns the
-// epilogue words, marks the fused nodes with `task` and records in `occurrence` the
-// residual operands and the chain's output. A node another task has fused already (the
-// residual add both branches of a block reach) ends the chain.
-std::vector<std::string> fuse_chain(const Graph& g, int node, const std::string& anchor_op,
-                                    std::vector<int>& node_task, int task, Occurrence& occurrence) {
-  std::vector<std::string> words;
-  int at = node;
-  occurrence.output = g.nodes()[node].output;
+// The epilogue step node `user` adds after the chain's value `value`, written by a
+// kernel as `kernel_shape`; false when it cannot join.
+bool chain_step(const Graph& g, const Node& user, int value, const Shape& kernel_shape,
+                int channel_dim, EpilogueStep& step, int& operand) {
+  const OpDef& d = op_def(user.op);
+  if (d.role != OpRole::Elementwise || d.arity < 1) return false;
+  if (g.shape(user.output) != g.shape(value)) return false;  // it would broadcast the value
+  step = {user.op, -1, false};
+  operand = -1;
+  if (d.arity == 1) return true;
+  if (user.inputs[0] == value && user.inputs[1] == value) return false;  // x op x
+  bool first = user.inputs[0] == value;
+  operand = user.inputs[first ? 1 : 0];
+  int mask = operand_mask(g.shape(operand), g.shape(value), kernel_shape, channel_dim);
+  if (mask < 0) return false;
+  step.mask = mask;
+  step.reversed = !first && !d.commutative;
+  return true;
+}
+
+// Follows the single-reader elementwise chain after `value`, fusing it into `task`. A node
+// another task has fused already (the residual add both branches of a block reach) ends
+// the chain, as does a value the model outputs.
+int fuse_chain(const Graph& g, int value, const Shape& kernel_shape, int channel_dim,
+               std::vector<int>& node_task, int task, Chain& chain) {
   for (;;) {
-    auto users = g.consumers(g.nodes()[at].output);
-    if (users.size() != 1 || !is_elementwise(g.nodes()[users[0]].op)) break;
-    if (node_task[users[0]] >= 0) break;  // already the epilogue of another task
-    std::string word = epilogue_word(g.nodes()[users[0]], anchor_op, words.empty() && at == node);
-    if (word.empty()) break;
-    if (word == "bias" && !words.empty()) break;
-    words.push_back(word);
-    const Node& user = g.nodes()[users[0]];
-    if (user.op == "add" || user.op == "mul")  // the operand that is not the chain
-      occurrence.inputs.push_back(user.inputs[0] == occurrence.output ? user.inputs[1]
-                                                                      : user.inputs[0]);
-    at = users[0];
-    node_task[at] = task;
-    occurrence.output = user.output;
+    auto users = g.consumers(value);
+    if (users.size() != 1 || node_task[users[0]] >= 0 || is_output(g, value)) return value;
+    EpilogueStep step;
+    int operand = -1;
+    if (!chain_step(g, g.nodes()[users[0]], value, kernel_shape, channel_dim, step, operand))
+      return value;
+    chain.steps.push_back(step);
+    if (operand >= 0) chain.operands.push_back(operand);
+    node_task[users[0]] = task;
+    value = g.nodes()[users[0]].output;
   }
-  return words;
 }
 
-// The tensors an anchor's pipeline reads before its epilogue inputs.
-std::vector<int> anchor_inputs(const Node& n) {
-  if (n.op == "conv2d" || n.op == "dense" || n.op == "batch_matmul")
-    return {n.inputs[0], n.inputs[1]};
-  return n.inputs;  // pools, softmax, norms (with their gains)
+// An elementwise node that starts a task: its full-shape operand is the task's X, seen as
+// [rows, cols] with the split that lets every operand of the node be read.
+bool elementwise_start(const Graph& g, const Node& n, AnchorTask& anchor, Chain& chain,
+                       std::string& why) {
+  const Shape& out = g.shape(n.output);
+  int x = -1;
+  for (size_t k = 0; k < n.inputs.size() && x < 0; ++k)
+    if (g.shape(n.inputs[k]) == out && !g.tensor(n.inputs[k]).constant) x = int(k);
+  for (size_t k = 0; k < n.inputs.size() && x < 0; ++k)
+    if (g.shape(n.inputs[k]) == out) x = int(k);
+  if (x < 0) {
+    why = "no operand has the output's shape (both broadcast)";
+    return false;
+  }
+  for (size_t split = out.empty() ? 0 : out.size() - 1;; --split) {
+    int64_t rows = 1, cols = 1;
+    for (size_t d = 0; d < out.size(); ++d) (d < split ? rows : cols) *= out[d];
+    anchor = {"elementwise:rows=" + std::to_string(rows) + ",cols=" + std::to_string(cols),
+              {x},
+              -1,
+              {rows, cols}};
+    chain = {};
+    EpilogueStep step{n.op, -1, false};
+    int operand = -1;
+    bool fits = op_def(n.op).arity == 1;
+    if (!fits) {
+      operand = n.inputs[1 - x];
+      int mask = operand_mask(g.shape(operand), out, anchor.output, 1);
+      fits = mask >= 0;
+      step.mask = mask;
+      step.reversed = x == 1 && !op_def(n.op).commutative;
+    }
+    if (fits) {
+      chain.steps.push_back(step);
+      if (operand >= 0) chain.operands.push_back(operand);
+      return true;
+    }
+    if (split == 0) break;
+  }
+  why = "its operands broadcast in a way no [rows, cols] view reads";
+  return false;
 }
 
-std::string with_epilogue(std::string spec, const std::vector<std::string>& words) {
-  for (const auto& w : words) spec += "+" + w;
-  return parse_task_spec(spec).key();  // validates, and one spelling per task
+// The task a node starts, with the inputs of its occurrence; false (with `why`) when no
+// task can express it.
+bool start_task(const Graph& g, const Node& n, AnchorTask& anchor, Chain& chain, std::string& why) {
+  const OpDef& d = op_def(n.op);
+  if (d.role == OpRole::Elementwise) {
+    if (d.arity < 1) {
+      why = "it must be folded or split before partitioning";
+      return false;
+    }
+    return elementwise_start(g, n, anchor, chain, why);
+  }
+  if (!d.task) {
+    why = "no task computes it yet";
+    return false;
+  }
+  try {
+    anchor = d.task(g.call(n));
+  } catch (const Error& e) {
+    why = e.what();
+    return false;
+  }
+  chain = {};
+  if (anchor.bias_input >= 0 && anchor.bias_input < int(n.inputs.size())) {
+    const TaskDef& def = task_def(parse_task_spec(anchor.spec).kind);
+    chain.steps.push_back({OpKind::Add, 1 << def.channel_dim, false});
+    chain.operands.push_back(n.inputs[size_t(anchor.bias_input)]);
+  }
+  return true;
 }
 
 }  // namespace
@@ -120,32 +189,29 @@ Partition partition_graph(const Graph& g) {
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     if (p.node_task[i] >= 0) continue;  // fused into an earlier task
     const Node& n = g.nodes()[i];
-    if (n.op == "reshape" || n.op == "transpose") {
+    OpRole role = op_def(n.op).role;
+    if (role == OpRole::View || role == OpRole::Copy) {
       p.layout.push_back(n.name);
       continue;
     }
-    std::string spec = anchor_spec(g, n);
-    std::vector<std::string> words;
-    if (spec.empty() && is_elementwise(n.op) && n.op != "batchnorm") {
-      auto shape = g.shape(n.output);
-      spec = "elementwise:" + kv("rows", rows_of(shape)) + "," + kv("cols", shape.back());
-      words.push_back(n.op);
-    }
-    if (spec.empty()) {
-      p.unsupported.push_back(n.name + " (" + n.op + ")");
+    AnchorTask anchor;
+    Chain chain;
+    std::string why;
+    if (!start_task(g, n, anchor, chain, why)) {
+      p.unsupported.push_back(n.name + " (" + op_name(n.op) + "): " + why);
       continue;
     }
     int provisional = int(p.tasks.size());
-    Occurrence occurrence{int(i), anchor_inputs(n), n.output};  // elementwise: X, operand
-    if ((n.op == "conv2d" || n.op == "dense") && n.inputs.size() > 2) {
-      words.push_back("bias");
-      occurrence.inputs.push_back(n.inputs[2]);
-    }
-    auto chain = fuse_chain(g, int(i), n.op, p.node_task, provisional, occurrence);
-    if (!words.empty() && !chain.empty() && words.back() == "bias" && chain.front() == "bias")
-      chain.erase(chain.begin());  // a batch norm folds into the bias the anchor has
-    words.insert(words.end(), chain.begin(), chain.end());
-    std::string key = with_epilogue(spec, words);
+    p.node_task[i] = provisional;
+    Occurrence occurrence{int(i), {}, n.output};
+    for (int k : anchor.inputs) occurrence.inputs.push_back(n.inputs[size_t(k)]);
+    TaskSpec spec = parse_task_spec(anchor.spec);  // validates, and one spelling per task
+    int channel_dim = task_def(spec.kind).channel_dim;
+    occurrence.output =
+        fuse_chain(g, n.output, anchor.output, channel_dim, p.node_task, provisional, chain);
+    occurrence.inputs.insert(occurrence.inputs.end(), chain.operands.begin(), chain.operands.end());
+    spec.epilogue = chain.steps;
+    std::string key = spec.key();
     auto found = index.find(key);
     int task = found == index.end() ? provisional : found->second;
     if (found == index.end()) {
@@ -154,11 +220,14 @@ Partition partition_graph(const Graph& g) {
     }
     for (auto& t : p.node_task)
       if (t == provisional && task != provisional) t = task;
-    p.node_task[i] = task;
     p.tasks[task].count++;
     p.tasks[task].occurrences.push_back(occurrence);
   }
   return p;
+}
+
+Partition model_tasks(const Graph& graph) {
+  return partition_graph(prepare_graph(graph, {}).graph);
 }
 
 }  // namespace tlm

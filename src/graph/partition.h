@@ -1,11 +1,18 @@
-// Partition: a graph cut into tasks, each an anchor operator with the elementwise chain
-// that follows it fused as its epilogue (a batch norm right after a convolution folds
-// into a bias), deduplicated across the model with occurrence counts.
+// Partition: a graph cut into tasks, each an anchor operator with the chain of
+// elementwise operators that follows it fused as its epilogue, deduplicated across the
+// model with occurrence counts.
 //
-// Anchors: conv2d (dwconv2d when depthwise), dense, batch_matmul, pooling, softmax,
-// layernorm, rmsnorm. An elementwise chain with no anchor before it is an "elementwise"
-// task. reshape and transpose are layout steps, not tasks. An operator no task can
-// express yet (channel_scale) is listed as unsupported, not guessed at.
+// What a node becomes is its operator's definition's say (ops/registry.h): an anchor
+// is a task (its spec from the definition); an elementwise operator joins the chain of
+// the task before it when it is that value's only reader, or else starts an elementwise
+// task of its own; a view or a copy is a layout step. A binary operator's other operand
+// (a bias, a residual, a scale, a mask; constant or not) is read along the output dims
+// it varies in (the step's mask), which must each be wholly covered or wholly not; when
+// they are not, the chain ends there. An operator no task can express yet is listed as
+// unsupported with the reason, not guessed at.
+//
+// The graph must be prepared first (prepare_graph in rewrites.h: batch norms folded or
+// split, patterns rewritten); `model_tasks` does both for listing.
 #pragma once
 #include <string>
 #include <vector>
@@ -15,7 +22,7 @@
 namespace tlm {
 
 // One place a task runs: the tensors its pipeline reads, in the pipeline's input order
-// (the anchor's own inputs, then one per epilogue input: bias, residual), and the tensor
+// (the anchor's own inputs, then one per epilogue step with an operand), and the tensor
 // it writes (the output of the last fused node).
 struct Occurrence {
   int anchor = -1;  // node
@@ -33,9 +40,11 @@ struct Partition {
   std::vector<TaskUse> tasks;            // first occurrence order
   std::vector<int> node_task;            // per node: index into tasks, or -1
   std::vector<std::string> layout;       // reshape/transpose node names
-  std::vector<std::string> unsupported;  // "node (op)" for nodes no task covers
+  std::vector<std::string> unsupported;  // "node (op): why" for nodes no task covers
 };
 
-Partition partition_graph(const Graph& graph);
+Partition partition_graph(const Graph& prepared);
+// The tasks of a model as compiling it would make them (no weights needed).
+Partition model_tasks(const Graph& graph);
 
 }  // namespace tlm

@@ -1,15 +1,17 @@
 #include "graph/rewrites.h"
 
-#include "graph/interpreter.h"
+#include <tuple>
+
+#include "util/error.h"
 
 namespace tlm {
 namespace {
 
 // The batch norm that is the only reader of a convolution's output, or -1.
 int sole_batchnorm_after(const Graph& g, const Node& conv) {
-  if (conv.op != "conv2d") return -1;
+  if (conv.op != OpKind::Conv2d) return -1;
   auto users = g.consumers(conv.output);
-  if (users.size() != 1 || g.nodes()[users[0]].op != "batchnorm") return -1;
+  if (users.size() != 1 || g.nodes()[users[0]].op != OpKind::BatchNorm) return -1;
   bool outputs_conv = false;
   for (int o : g.outputs()) outputs_conv |= o == conv.output;
   return outputs_conv ? -1 : users[0];
@@ -31,40 +33,39 @@ std::pair<std::vector<float>, std::vector<float>> folded(const Graph& g, const N
   return {weights, bias};
 }
 
-// The value of a node whose inputs are all constants, by the interpreter.
-std::vector<float> evaluate(const Graph& g, const Node& n, const Weights& w) {
-  Graph one(g.name());
-  Weights values;
-  std::vector<int> inputs;
-  for (int t : n.inputs) {
-    inputs.push_back(one.constant(g.tensor(t).name, g.shape(t)));
-    values[inputs.back()] = w.at(t);
-  }
-  int out = one.add(n.op, inputs, n.attrs, n.name);
-  return interpret(one, values, {})[out];
-}
-
 // A new graph being built from `g`: its inputs copied up front, its constants copied on
-// first use (with their values from `values` at that moment).
+// first use (with their values from `values` at that moment), so constants no node reads
+// are left behind.
 struct Rebuild {
   const Graph& g;
   const Weights& values;
   WeightedGraph out;
-  std::vector<int> map;  // old tensor -> new tensor
+  std::vector<int> map;           // old tensor -> new tensor
+  std::vector<bool> is_constant;  // old tensor -> a constant (a weight, or folded)
 
   Rebuild(const Graph& g, const Weights& values)
       : g(g), values(values), out{Graph(g.name(), g.seed()), {}}, map(g.tensors().size(), -1) {
-    for (int t : g.inputs()) map[t] = out.graph.input(g.tensor(t).name, g.shape(t));
+    for (int t : g.inputs())
+      map[t] = out.graph.input(g.tensor(t).name, g.shape(t), g.tensor(t).dtype);
+    for (const auto& t : g.tensors()) is_constant.push_back(t.constant);
   }
   int constant(int t) {
     if (map[t] < 0) {
-      map[t] = out.graph.constant(g.tensor(t).name, g.shape(t));
-      out.weights[map[t]] = values.at(t);
+      map[t] = out.graph.constant(g.tensor(t).name, g.shape(t), g.tensor(t).dtype);
+      auto value = values.find(t);  // absent when only the structure is rewritten
+      if (value != values.end()) out.weights[map[t]] = value->second;
     }
     return map[t];
   }
+  int tensor(int t) { return is_constant[t] ? constant(t) : map[t]; }
+  // The node as it was, over the new graph's tensors.
+  void copy(const Node& n) {
+    std::vector<int> inputs;
+    for (int t : n.inputs) inputs.push_back(tensor(t));
+    map[n.output] = out.graph.add(n.op, inputs, n.attrs, n.name, n.reals);
+  }
   WeightedGraph finish() {
-    for (int o : g.outputs()) out.graph.mark_output(map[o]);
+    for (int o : g.outputs()) out.graph.mark_output(tensor(o));
     return std::move(out);
   }
 };
@@ -72,25 +73,34 @@ struct Rebuild {
 }  // namespace
 
 WeightedGraph fold_constants(const Graph& g, const Weights& w) {
-  Weights known = w;  // constants of `g`, plus the nodes folded so far
-  Rebuild b(g, known);
+  std::map<int, TensorValue> known;  // constants of `g`, plus the nodes folded so far
+  Weights values = w;
+  Rebuild b(g, values);
   std::vector<bool> is_output(g.tensors().size(), false);
   for (int o : g.outputs()) is_output[o] = true;
-  std::vector<bool> constant(g.tensors().size(), false);
-  for (size_t t = 0; t < g.tensors().size(); ++t) constant[t] = g.tensor(int(t)).constant;
+  std::vector<bool>& constant = b.is_constant;
+  auto value_of = [&](int t) -> const TensorValue& {
+    auto found = known.find(t);
+    if (found != known.end()) return found->second;
+    const GraphTensor& gt = g.tensor(t);
+    const auto& data = values.at(t);
+    return known[t] = {gt.dtype, gt.shape, std::vector<double>(data.begin(), data.end())};
+  };
   for (const Node& n : g.nodes()) {
     bool foldable = !n.inputs.empty() && !is_output[n.output];
-    for (int t : n.inputs) foldable = foldable && constant[t];
-    if (foldable) {
-      known[n.output] = evaluate(g, n, known);
-      constant[n.output] = true;
+    for (int t : n.inputs) foldable = foldable && constant[t] && values.count(t);
+    if (!foldable) {
+      b.copy(n);
       continue;
     }
-    std::vector<int> inputs;
-    for (int t : n.inputs) inputs.push_back(constant[t] ? b.constant(t) : b.map[t]);
-    b.map[n.output] = b.out.graph.add(n.op, inputs, n.attrs, n.name);
+    std::vector<const TensorValue*> in;
+    for (int t : n.inputs) in.push_back(&value_of(t));
+    TensorValue v = evaluate(g.call(n), in);
+    values[n.output] = std::vector<float>(v.data.begin(), v.data.end());
+    known[n.output] = std::move(v);
+    constant[n.output] = true;
   }
-  return b.finish();
+  return b.finish();  // folded outputs became constants under their node's name
 }
 
 WeightedGraph fold_batchnorm(const Graph& g, const Weights& w) {
@@ -100,21 +110,45 @@ WeightedGraph fold_batchnorm(const Graph& g, const Weights& w) {
     if (skip[i]) continue;
     const Node& n = g.nodes()[i];
     int bn = sole_batchnorm_after(g, n);
-    if (bn >= 0) {
-      auto [weights, bias] = folded(g, n, g.nodes()[bn], w);
-      int wt = b.out.graph.constant(g.tensor(n.inputs[1]).name, g.shape(n.inputs[1]));
-      int bt = b.out.graph.constant(g.nodes()[bn].name + ".bias", {int64_t(bias.size())});
-      b.out.weights[wt] = weights, b.out.weights[bt] = bias;
-      b.map[g.nodes()[bn].output] =
-          b.out.graph.add("conv2d", {b.map[n.inputs[0]], wt, bt}, n.attrs, n.name);
-      skip[bn] = true;
+    if (bn < 0) {
+      b.copy(n);
       continue;
     }
-    std::vector<int> inputs;
-    for (int t : n.inputs) inputs.push_back(g.tensor(t).constant ? b.constant(t) : b.map[t]);
-    b.map[n.output] = b.out.graph.add(n.op, inputs, n.attrs, n.name);
+    int64_t k = g.shape(n.inputs[1])[0];
+    int wt = b.out.graph.constant(g.tensor(n.inputs[1]).name, g.shape(n.inputs[1]));
+    int bt = b.out.graph.constant(g.nodes()[bn].name + ".bias", {k});
+    if (!w.empty()) std::tie(b.out.weights[wt], b.out.weights[bt]) = folded(g, n, g.nodes()[bn], w);
+    b.map[g.nodes()[bn].output] =
+        b.out.graph.add(OpKind::Conv2d, {b.map[n.inputs[0]], wt, bt}, n.attrs, n.name);
+    skip[bn] = true;
   }
   return b.finish();
+}
+
+WeightedGraph split_batchnorm(const Graph& g, const Weights& w) {
+  Rebuild b(g, w);
+  for (const Node& n : g.nodes()) {
+    if (n.op != OpKind::BatchNorm) {
+      b.copy(n);
+      continue;
+    }
+    // [C] constants as [C, 1, ...]: numpy broadcasting lines them up with axis 1.
+    Shape per_channel(g.shape(n.inputs[0]).size() - 1, 1);
+    per_channel[0] = g.shape(n.inputs[1])[0];
+    int scale = b.out.graph.constant(g.tensor(n.inputs[1]).name, per_channel);
+    int shift = b.out.graph.constant(g.tensor(n.inputs[2]).name, per_channel);
+    if (!w.empty())
+      b.out.weights[scale] = w.at(n.inputs[1]), b.out.weights[shift] = w.at(n.inputs[2]);
+    int scaled = b.out.graph.add(OpKind::Mul, {b.map[n.inputs[0]], scale}, {}, n.name + "/scale");
+    b.map[n.output] = b.out.graph.add(OpKind::Add, {scaled, shift}, {}, n.name);
+  }
+  return b.finish();
+}
+
+WeightedGraph prepare_graph(const Graph& g, const Weights& w) {
+  WeightedGraph folded = fold_constants(g, w);
+  folded = fold_batchnorm(folded.graph, folded.weights);
+  return split_batchnorm(folded.graph, folded.weights);
 }
 
 }  // namespace tlm

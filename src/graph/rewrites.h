@@ -1,9 +1,11 @@
 // Rewrites: graph-to-graph transformations that keep the model's function.
-//   fold_constants: a node whose inputs are all constants is computed once, at compile
-//                   time (by the interpreter), and becomes a constant itself.
-//   fold_batchnorm: a convolution followed only by a batch norm becomes one convolution
-//                   whose weights are scaled per output channel and whose bias absorbs
-//                   the shift (weights are constants, so this is done once, at compile).
+//   fold_constants:  a node whose inputs are all constants is computed once, at compile
+//                    time (by its reference semantics), and becomes a constant itself.
+//   fold_batchnorm:  a convolution followed only by a batch norm becomes one convolution
+//                    whose weights are scaled per output channel and whose bias absorbs
+//                    the shift (weights are constants, so this is done once, at compile).
+//   split_batchnorm: any other batch norm becomes a multiply and an add by per-channel
+//                    constants, which fuse like any elementwise operator.
 // Each returns a new graph with its weights; tests check the outputs agree with the
 // original's within float tolerance.
 #pragma once
@@ -19,5 +21,10 @@ struct WeightedGraph {
 
 WeightedGraph fold_constants(const Graph& graph, const Weights& weights);
 WeightedGraph fold_batchnorm(const Graph& graph, const Weights& weights);
+WeightedGraph split_batchnorm(const Graph& graph, const Weights& weights);
+
+// The rewrites every compile applies before partitioning, in order. With no weights
+// (listing a zoo model's tasks) only the structure is rewritten.
+WeightedGraph prepare_graph(const Graph& graph, const Weights& weights);
 
 }  // namespace tlm

@@ -17,12 +17,11 @@ Role role_of(const Graph& graph, int tensor, int64_t& fan_in) {
     const Node& node = graph.nodes()[n];
     size_t slot = 0;
     while (node.inputs[slot] != tensor) ++slot;
-    if (node.op == "batchnorm") return slot == 1 ? Role::Scale : Role::Shift;
-    if (node.op == "layernorm" || node.op == "rmsnorm")
+    if (node.op == OpKind::BatchNorm || node.op == OpKind::LayerNorm || node.op == OpKind::RmsNorm)
       return slot == 1 ? Role::Scale : Role::Shift;
-    if (slot == 2) return Role::Bias;
+    if (slot == 2 || node.op == OpKind::Add) return Role::Bias;
     const auto& shape = graph.shape(tensor);
-    fan_in = node.op == "conv2d" ? element_count(shape) / shape[0] : shape[0];
+    fan_in = node.op == OpKind::Conv2d ? element_count(shape) / shape[0] : shape[0];
     return Role::Weight;
   }
   return Role::Weight;

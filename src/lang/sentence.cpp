@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lang/vocabulary.h"
+#include "ops/registry.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -22,6 +23,12 @@ const char* stage_word(StageKind kind) {
   return "";
 }
 
+bool is_real_param(const TaskSpec& task, const std::string& key) {
+  for (const auto& p : task_def(task.kind).params)
+    if (p.name == key) return p.kind == ParamSchema::Kind::Real;
+  return false;
+}
+
 void append_hardware(const Hardware& hw, std::vector<int>& out) {
   const Vocabulary& v = Vocabulary::get();
   out.push_back(v.id("isa"));
@@ -37,19 +44,28 @@ void append_hardware(const Hardware& hw, std::vector<int>& out) {
   number("l3_kb", hw.l3_bytes >> 10);
 }
 
+// Real parameters (a norm's epsilon) do not change what a schedule does: the prompt
+// leaves them out.
 void append_task(const TaskSpec& task, const TaskShape& shape, std::vector<int>& out) {
   const Vocabulary& v = Vocabulary::get();
   out.push_back(v.id("f32"));
-  out.push_back(v.id("op:" + task.op));
-  for (const auto& key : param_keys(task.op)) {
-    out.push_back(v.id(key));
+  out.push_back(v.id("op:" + task.op()));
+  for (const auto& key : task.shown_keys()) {
     const std::string& value = task.params.at(key);
+    if (is_real_param(task, key)) continue;
+    out.push_back(v.id(key));
     if (v.has(value) && !v.is_digit(v.id(value)))
       out.push_back(v.id(value));  // a word, e.g. kind=max
     else
       v.append_number(task.get(key), out);
   }
-  for (const auto& e : task.epilogue) out.push_back(v.id("+" + e));
+  for (const auto& word : task.epilogue_words()) {
+    size_t at = word.find('@');
+    out.push_back(v.id("+" + word.substr(0, at)));
+    if (at == std::string::npos) continue;
+    out.push_back(v.mask());
+    v.append_number(std::stoll(word.substr(at + 1)), out);
+  }
   for (const auto& stage : shape.stages) {
     out.push_back(v.id(stage_word(stage.kind)));
     out.push_back(v.id("loops"));

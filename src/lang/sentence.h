@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/task_spec.h"
+#include "ops/task_spec.h"
 #include "space/schedule_space.h"
 #include "util/hardware.h"
 

@@ -1,49 +1,79 @@
 #include "lang/vocabulary.h"
 
-#include "graph/task_spec.h"
-#include "ops/task_shape.h"
-#include "space/schedule_space.h"
 #include "util/error.h"
 #include "util/strings.h"
 
 namespace tlm {
+namespace {
+
+// Every word of the language, in id order. APPEND ONLY: a word's id is its place here, and
+// checkpoints and datasets hold ids, so words are only ever added at the end (a test
+// checks that every word the operators, task kinds and the space can need is here, and
+// that the first 218, the language of the first shipped models, never change).
+// clang-format off
+const char* const kWords[] = {
+    // the language of the first models (218 words, hash ece5b0700eaa4864)
+    "<pad>", "<bos>", "<eos>", ";", "#", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "~0",
+    "~1", "~2", "~3", "~4", "~5", "~6", "~7", "~8", "~9", "~10", "~11", "~12", "~13", "~14",
+    "~15", "~16", "~17", "~18", "~19", "~20", "~21", "~22", "~23", "~24", "~25", "~26", "~27",
+    "~28", "~29", "~30", "~31", "~32", "~33", "~34", "~35", "~36", "~37", "~38", "~39", "~40",
+    "~41", "~42", "~43", "~44", "~45", "~46", "~47", "~48", "~49", "~50", "~51", "~52", "~53",
+    "~54", "~55", "~56", "~57", "~58", "~59", "~60", "~61", "~62", "~63", "isa", "vector_bits",
+    "cores", "l1d_kb", "l2_kb", "l3_kb", "x86-64", "x86-64-avx2", "x86-64-avx512", "f32",
+    "op:matmul", "op:dense", "op:batch_matmul", "op:conv2d", "op:dwconv2d", "op:pool2d",
+    "op:global_pool", "op:softmax", "op:layernorm", "op:rmsnorm", "op:reduce", "op:elementwise",
+    "op:channel_scale", "m", "n", "k", "b", "c", "h", "w", "r", "s", "stride", "pad", "dilation",
+    "groups", "kind", "rows", "cols", "max", "avg", "sum", "mean", "+bias", "+relu", "+relu6",
+    "+gelu", "+silu", "+sigmoid", "+tanh", "+add", "+mul", "stage:output", "stage:anchor",
+    "stage:reduction", "stage:producer", "loops", "rloops", "speed:best", "speed:near",
+    "speed:mid", "speed:slow", "layout.weight_block", "out.tile1.d0", "out.tile2.d0",
+    "out.tile1.d1", "out.tile2.d1", "out.tile1.d2", "out.tile2.d2", "out.tile1.d3",
+    "out.tile2.d3", "out.tile1.d4", "out.tile2.d4", "out.tile1.d5", "out.tile2.d5",
+    "out.vector_dim", "out.vector_width", "out.unroll", "out.parallel", "acc.location",
+    "acc.vector_width", "acc.reduction_order", "acc.unroll_reduction", "acc.rsplit.r0",
+    "acc.rsplit.r1", "acc.rsplit.r2", "acc.rsplit.r3", "acc.rsplit.r4", "acc.rsplit.r5",
+    "src.location", "src.vector_width", "src.reduction_order", "src.unroll_reduction",
+    "src.rsplit.r0", "src.rsplit.r1", "src.rsplit.r2", "src.rsplit.r3", "src.rsplit.r4",
+    "src.rsplit.r5", "rowmax.location", "rowmax.vector_width", "rowmax.reduction_order",
+    "rowmax.unroll_reduction", "rowmax.rsplit.r0", "rowmax.rsplit.r1", "rowmax.rsplit.r2",
+    "rowmax.rsplit.r3", "rowmax.rsplit.r4", "rowmax.rsplit.r5", "rowsum.location",
+    "rowsum.vector_width", "rowsum.reduction_order", "rowsum.unroll_reduction",
+    "rowsum.rsplit.r0", "rowsum.rsplit.r1", "rowsum.rsplit.r2", "rowsum.rsplit.r3",
+    "rowsum.rsplit.r4", "rowsum.rsplit.r5", "rowvar.location", "rowvar.vector_width",
+    "rowvar.reduction_order", "rowvar.unroll_reduction", "rowvar.rsplit.r0", "rowvar.rsplit.r1",
+    "rowvar.rsplit.r2", "rowvar.rsplit.r3", "rowvar.rsplit.r4", "rowvar.rsplit.r5",
+    "rowsq.location", "rowsq.vector_width", "rowsq.reduction_order", "rowsq.unroll_reduction",
+    "rowsq.rsplit.r0", "rowsq.rsplit.r1", "rowsq.rsplit.r2", "rowsq.rsplit.r3",
+    "rowsq.rsplit.r4", "rowsq.rsplit.r5",
+    // operators added with the registry: epilogue masks, pooling and norm parameters,
+    // reduction kinds, elementwise operators
+    "@", "pad_w", "ceil", "count_pad", "eps", "min", "l2", "+gelu_erf", "+exp", "+log", "+sqrt",
+    "+reciprocal", "+neg", "+abs", "+erf", "+softplus", "+hardswish", "+hardsigmoid", "+not",
+    "+sub", "+rsub", "+div", "+rdiv", "+pow", "+rpow", "+min", "+max", "+mod", "+rmod",
+    "+leakyrelu", "+rleakyrelu", "+equal", "+less", "+rless", "+greater", "+rgreater",
+};
+// clang-format on
+
+}  // namespace
 
 const Vocabulary& Vocabulary::get() {
   static const Vocabulary vocabulary;
   return vocabulary;
 }
 
-void Vocabulary::add(const std::string& token) {
-  if (ids_.count(token)) return;  // a word may be both a key and a stage name
-  ids_[token] = static_cast<int>(tokens_.size());
-  tokens_.push_back(token);
-}
-
 Vocabulary::Vocabulary() {
-  for (const char* special : {"<pad>", "<bos>", "<eos>", ";", "#"}) add(special);
+  for (const char* word : kWords) {
+    if (ids_.count(word))
+      throw Error("tensor language: word '" + std::string(word) + "' is listed twice");
+    ids_[word] = static_cast<int>(tokens_.size());
+    tokens_.push_back(word);
+  }
   pad_ = id("<pad>"), bos_ = id("<bos>"), eos_ = id("<eos>");
   separator_ = id(";"), number_end_ = id("#");
-  digit0_ = size();
-  for (int d = 0; d < 10; ++d) add(std::to_string(d));
-  magnitude0_ = size();
-  for (int k = 0; k < kMagnitudes; ++k) add("~" + std::to_string(k));
-  // Hardware words.
-  for (const char* word : {"isa", "vector_bits", "cores", "l1d_kb", "l2_kb", "l3_kb", "x86-64",
-                           "x86-64-avx2", "x86-64-avx512", "f32"})
-    add(word);
-  // Task words.
-  for (const auto& op : known_ops()) add("op:" + op);
-  for (const auto& key : known_param_keys()) add(key);
-  for (const auto& word : known_param_words()) add(word);
-  for (const auto& epilogue : known_epilogues()) add("+" + epilogue);
-  for (const char* word :
-       {"stage:output", "stage:anchor", "stage:reduction", "stage:producer", "loops", "rloops"})
-    add(word);
-  // Speed classes (SpeedClass in sentence.h).
-  speed0_ = size();
-  for (const char* word : {"speed:best", "speed:near", "speed:mid", "speed:slow"}) add(word);
-  // Decision points.
-  for (const auto& point : all_point_names()) add(point);
+  digit0_ = id("0");
+  magnitude0_ = id("~0");
+  speed0_ = id("speed:best");
+  mask_ = id("@");
 }
 
 int Vocabulary::id(const std::string& token) const {
@@ -72,7 +102,17 @@ void Vocabulary::append_number(int64_t value, std::vector<int>& out) const {
 }
 
 std::string Vocabulary::hash() const {
-  return hash_hex(join(tokens_, "\n"));
+  return prefix_hash(size());
+}
+
+std::string Vocabulary::prefix_hash(int words) const {
+  return hash_hex(join(std::vector<std::string>(tokens_.begin(), tokens_.begin() + words), "\n"));
+}
+
+int Vocabulary::prefix_with_hash(const std::string& hash) const {
+  for (int n = size(); n > 0; --n)
+    if (prefix_hash(n) == hash) return n;
+  return -1;
 }
 
 }  // namespace tlm

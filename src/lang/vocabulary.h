@@ -1,4 +1,7 @@
-// Vocabulary: every token of the tensor language, one fixed list for all tasks.
+// Vocabulary: every token of the tensor language, one fixed list for all tasks. The list
+// only ever grows at its end, so a checkpoint made with an earlier (shorter) vocabulary
+// still means the same ids: its embedding is extended for the new words and it can be
+// fine-tuned instead of thrown away.
 //
 // A sentence is `prompt ; decisions`. The prompt describes the hardware and the task in
 // words (op, parameter keys, epilogues, stage kinds) and numbers; the decisions name each
@@ -18,7 +21,7 @@ namespace tlm {
 
 class Vocabulary {
  public:
-  // The one vocabulary, built from the ops' schemas, stage names and the space's points.
+  // The one vocabulary (its word list is in vocabulary.cpp).
   static const Vocabulary& get();
 
   int size() const { return static_cast<int>(tokens_.size()); }
@@ -42,20 +45,25 @@ class Vocabulary {
   int speed_class(int k) const { return speed0_ + k; }
   bool is_speed_class(int id) const { return id >= speed0_ && id < speed0_ + kSpeedClasses; }
 
+  int mask() const { return mask_; }  // "@": an epilogue operand's mask follows
+
   // Appends `value` (>= 0) as its magnitude, its digits and `#`.
   void append_number(int64_t value, std::vector<int>& out) const;
-  // A vocabulary fingerprint: checkpoints record it, so a changed vocabulary is caught.
+  // A vocabulary fingerprint: checkpoints and datasets record it.
   std::string hash() const;
+  // The fingerprint of the first `words` words, and the length of the prefix whose
+  // fingerprint is `hash` (-1: none): an earlier vocabulary is a prefix of this one.
+  std::string prefix_hash(int words) const;
+  int prefix_with_hash(const std::string& hash) const;
 
  private:
   Vocabulary();
-  void add(const std::string& token);
 
   std::vector<std::string> tokens_;
   std::map<std::string, int> ids_;
   static constexpr int kMagnitudes = 64;  // every int64_t value has one
   int pad_ = 0, bos_ = 0, eos_ = 0, separator_ = 0, number_end_ = 0, digit0_ = 0;
-  int magnitude0_ = 0, speed0_ = 0;
+  int magnitude0_ = 0, speed0_ = 0, mask_ = 0;
 };
 
 }  // namespace tlm

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/task_spec.h"
 #include "measure/tensor.h"
+#include "ops/task_spec.h"
 
 namespace tlm {
 

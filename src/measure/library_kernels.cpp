@@ -30,6 +30,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 
+#include "ops/registry.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -43,12 +44,31 @@ bool is_one_of(const std::string& value, const std::vector<std::string>& options
   return std::find(options.begin(), options.end(), value) != options.end();
 }
 
-bool is_residual(const std::string& epilogue) {
-  return epilogue == "add" || epilogue == "mul";
+// What the libraries make of an epilogue step: the primitive's bias, a residual tensor
+// of the output's shape (add or mul), an activation, or nothing they compute.
+enum class StepRole { Bias, Residual, Activation, Unsupported };
+
+StepRole step_role(const TaskSpec& task, const EpilogueStep& step) {
+  const TaskDef& def = task_def(task.kind);
+  if (step.mask < 0)
+    return is_one_of(op_name(step.op), {"relu", "relu6", "gelu", "silu", "sigmoid", "tanh"})
+               ? StepRole::Activation
+               : StepRole::Unsupported;
+  if (step.reversed) return StepRole::Unsupported;
+  if (step.op == OpKind::Add && step.mask == 1 << def.channel_dim) return StepRole::Bias;
+  bool full = step.mask == (1 << def.output_rank) - 1;
+  return full && (step.op == OpKind::Add || step.op == OpKind::Mul) ? StepRole::Residual
+                                                                    : StepRole::Unsupported;
+}
+
+bool has_role(const TaskSpec& task, StepRole role) {
+  for (const auto& step : task.epilogue)
+    if (step_role(task, step) == role) return true;
+  return false;
 }
 
 bool is_conv(const TaskSpec& task) {
-  return task.op == "conv2d" || task.op == "dwconv2d";
+  return task.kind == TaskKind::Conv2d || task.kind == TaskKind::Dwconv2d;
 }
 
 int64_t conv_out(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
@@ -65,8 +85,9 @@ struct Operands {
 
 Operands split_inputs(const TaskSpec& task, const std::vector<const float*>& inputs,
                       const float* output) {
-  size_t residuals = std::count_if(task.epilogue.begin(), task.epilogue.end(), is_residual);
-  size_t expected = 2 + (task.has_epilogue("bias") ? 1 : 0) + residuals;
+  size_t residuals = 0;
+  for (const auto& step : task.epilogue) residuals += step_role(task, step) == StepRole::Residual;
+  size_t expected = 2 + (has_role(task, StepRole::Bias) ? 1 : 0) + residuals;
   if (inputs.size() != expected)
     throw Error("library kernel for " + task.key() + ": expected " + std::to_string(expected) +
                 " inputs, got " + std::to_string(inputs.size()));
@@ -76,7 +97,7 @@ Operands split_inputs(const TaskSpec& task, const std::vector<const float*>& inp
   ops.src = inputs[0];
   ops.weights = inputs[1];
   size_t next = 2;
-  if (task.has_epilogue("bias")) ops.bias = inputs[next++];
+  if (has_role(task, StepRole::Bias)) ops.bias = inputs[next++];
   ops.residuals.assign(inputs.begin() + next, inputs.end());
   return ops;
 }
@@ -84,51 +105,21 @@ Operands split_inputs(const TaskSpec& task, const std::vector<const float*>& inp
 // ---------------------------------------------------------------------------------------
 // OpenBLAS
 
-float gelu_tanh(float x) {
-  const float c = 0.7978845608028654f;  // sqrt(2/pi)
-  return 0.5f * x * (1.0f + std::tanh(c * (x + 0.044715f * x * x * x)));
-}
-
-float sigmoid(float x) {
-  return 1.0f / (1.0f + std::exp(-x));
-}
-
-// One epilogue step over a row-major [rows, cols] output.
-struct EpilogueStep {
-  std::string name;
-  const float* operand = nullptr;  // bias [cols] or residual [rows, cols]
+// One epilogue step over a row-major [rows, cols] output, by the operator's scalar
+// function: a bias [cols] along the columns, a residual [rows, cols], or none.
+struct LoopStep {
+  double (*scalar)(double, double);
+  const float* operand = nullptr;
+  bool per_column = false;
 };
 
-template <class F>
-void map_in_place(float* y, int64_t count, F f) {
-  for (int64_t i = 0; i < count; ++i) y[i] = f(y[i]);
-}
-
-void apply_step(const EpilogueStep& step, float* y, int64_t rows, int64_t cols) {
-  const float* p = step.operand;
-  int64_t count = rows * cols;
-  if (step.name == "bias") {
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j) y[i * cols + j] += p[j];
-  } else if (step.name == "add") {
-    for (int64_t i = 0; i < count; ++i) y[i] += p[i];
-  } else if (step.name == "mul") {
-    for (int64_t i = 0; i < count; ++i) y[i] *= p[i];
-  } else if (step.name == "relu") {
-    map_in_place(y, count, [](float x) { return std::max(x, 0.0f); });
-  } else if (step.name == "relu6") {
-    map_in_place(y, count, [](float x) { return std::min(std::max(x, 0.0f), 6.0f); });
-  } else if (step.name == "gelu") {
-    map_in_place(y, count, gelu_tanh);
-  } else if (step.name == "silu") {
-    map_in_place(y, count, [](float x) { return x * sigmoid(x); });
-  } else if (step.name == "sigmoid") {
-    map_in_place(y, count, sigmoid);
-  } else if (step.name == "tanh") {
-    map_in_place(y, count, [](float x) { return std::tanh(x); });
-  } else {
-    throw Error("openblas: unknown epilogue '" + step.name + "'");
-  }
+void apply_step(const LoopStep& step, float* y, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      float& v = y[i * cols + j];
+      double operand = step.operand ? step.operand[step.per_column ? j : i * cols + j] : 0.0;
+      v = float(step.scalar(v, operand));
+    }
 }
 
 class OpenBlasKernel final : public LibraryKernel {
@@ -142,11 +133,12 @@ class OpenBlasKernel final : public LibraryKernel {
         c_(output),
         threads_(threads) {
     size_t next_residual = 0;
-    for (const auto& name : task.epilogue) {
-      const float* operand = nullptr;
-      if (name == "bias") operand = ops.bias;
-      if (is_residual(name)) operand = ops.residuals[next_residual++];
-      steps_.push_back({name, operand});
+    for (const auto& step : task.epilogue) {
+      StepRole role = step_role(task, step);
+      const float* operand = role == StepRole::Bias       ? ops.bias
+                             : role == StepRole::Residual ? ops.residuals[next_residual++]
+                                                          : nullptr;
+      steps_.push_back({op_def(step.op).scalar, operand, role == StepRole::Bias});
     }
   }
 
@@ -168,7 +160,7 @@ class OpenBlasKernel final : public LibraryKernel {
   const float* b_;
   float* c_;
   int threads_;
-  std::vector<EpilogueStep> steps_;
+  std::vector<LoopStep> steps_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -215,7 +207,7 @@ struct OnednnProblem {
 OnednnProblem matmul_problem(const TaskSpec& task, const dnnl::engine& engine) {
   int64_t m = task.get("m"), n = task.get("n"), k = task.get("k");
   OnednnProblem p;
-  if (task.op == "batch_matmul") {
+  if (task.kind == TaskKind::BatchMatmul) {
     int64_t b = task.get("b");
     p.src = plain_desc({b, m, k}, Tag::abc);
     p.weights = plain_desc({b, k, n}, Tag::abc);
@@ -238,12 +230,12 @@ OnednnProblem matmul_problem(const TaskSpec& task, const dnnl::engine& engine) {
 }
 
 OnednnProblem conv_problem(const TaskSpec& task, const dnnl::engine& engine) {
-  bool depthwise = task.op == "dwconv2d";
+  bool depthwise = task.kind == TaskKind::Dwconv2d;
   int64_t n = task.get("n"), c = task.get("c"), h = task.get("h"), w = task.get("w");
   int64_t k = depthwise ? c : task.get("k"), groups = depthwise ? c : task.get("groups");
   int64_t r = task.get("r"), s = task.get("s"), stride = task.get("stride");
-  int64_t pad = task.get("pad"), dilation = task.get("dilation");
-  int64_t oh = conv_out(h, r, stride, pad, dilation), ow = conv_out(w, s, stride, pad, dilation);
+  int64_t pad = task.get("pad"), pad_w = task.get("pad_w"), dilation = task.get("dilation");
+  int64_t oh = conv_out(h, r, stride, pad, dilation), ow = conv_out(w, s, stride, pad_w, dilation);
   OnednnProblem p;
   p.src = plain_desc({n, c, h, w}, Tag::nchw);
   // W[k, c/groups, r, s] is the same memory as [groups, k/groups, c/groups, r, s].
@@ -254,7 +246,7 @@ OnednnProblem conv_problem(const TaskSpec& task, const dnnl::engine& engine) {
   p.bias_as_src1 = plain_desc({1, k, 1, 1}, Tag::nchw);
   p.blocked_dst = {plain_desc(p.dst.dims(), Tag::nChw16c), plain_desc(p.dst.dims(), Tag::nChw8c)};
   memory::dims strides = {stride, stride}, dilates = {dilation - 1, dilation - 1};
-  memory::dims padding = {pad, pad};
+  memory::dims padding = {pad, pad_w};
   auto src = any_layout(p.src), weights = any_layout(p.weights), dst = any_layout(p.dst);
   p.make_pd = [=, bias_md = p.bias](const dnnl::primitive_attr& attr, bool bias) {
     using Conv = dnnl::convolution_forward;
@@ -269,8 +261,9 @@ OnednnProblem conv_problem(const TaskSpec& task, const dnnl::engine& engine) {
 }
 
 // Appends the eltwise post-op of one activation epilogue.
-void append_activation(dnnl::post_ops& ops, const std::string& name) {
+void append_activation(dnnl::post_ops& ops, OpKind op) {
   using dnnl::algorithm;
+  const std::string& name = op_name(op);
   if (name == "relu") return ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
   if (name == "relu6") return ops.append_eltwise(1.0f, algorithm::eltwise_clip, 0.0f, 6.0f);
   if (name == "gelu") return ops.append_eltwise(1.0f, algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
@@ -302,19 +295,20 @@ PostOpPlan plan_post_ops(const TaskSpec& task, const OnednnProblem& problem, con
   dnnl::post_ops ops;
   size_t next_residual = 0;
   for (size_t i = 0; i < task.epilogue.size(); ++i) {
-    const std::string& name = task.epilogue[i];
+    const EpilogueStep& step = task.epilogue[i];
+    StepRole role = step_role(task, step);
     int index = ops.len();
-    if (name == "bias" && i == 0) {
+    if (role == StepRole::Bias && i == 0) {
       plan.native_bias = true;
-    } else if (name == "bias") {
+    } else if (role == StepRole::Bias) {
       ops.append_binary(dnnl::algorithm::binary_add, problem.bias_as_src1);
       plan.operands.push_back({index, in.bias, problem.bias_as_src1, problem.bias_as_src1});
-    } else if (is_residual(name)) {
-      auto alg = name == "add" ? dnnl::algorithm::binary_add : dnnl::algorithm::binary_mul;
+    } else if (role == StepRole::Residual) {
+      auto alg = step.op == OpKind::Add ? dnnl::algorithm::binary_add : dnnl::algorithm::binary_mul;
       ops.append_binary(alg, residual_layout);
       plan.operands.push_back({index, in.residuals[next_residual++], problem.dst, residual_layout});
     } else {
-      append_activation(ops, name);
+      append_activation(ops, step.op);
     }
   }
   plan.attr.set_post_ops(ops);
@@ -341,7 +335,7 @@ Choice build_choice(const TaskSpec& task, const OnednnProblem& problem, const Op
 // then the blocked layouts, then plain; the first one oneDNN writes the destination in wins.
 Choice choose_primitive(const TaskSpec& task, const OnednnProblem& problem, const Operands& in) {
   if (in.residuals.empty()) return build_choice(task, problem, in, problem.dst);
-  bool leading_bias = task.epilogue[0] == "bias";
+  bool leading_bias = step_role(task, task.epilogue[0]) == StepRole::Bias;
   std::vector<memory::desc> layouts = {
       problem.make_pd(dnnl::primitive_attr(), leading_bias).dst_desc(0)};
   layouts.insert(layouts.end(), problem.blocked_dst.begin(), problem.blocked_dst.end());
@@ -424,9 +418,15 @@ class OnednnKernel final : public LibraryKernel {
 }  // namespace
 
 bool library_supports(const std::string& library, const TaskSpec& task) {
+  int biases = 0;
+  for (const auto& step : task.epilogue) {
+    if (step_role(task, step) == StepRole::Unsupported) return false;
+    biases += step_role(task, step) == StepRole::Bias;
+  }
+  if (biases > 1) return false;
   if (library == "onednn")
-    return is_one_of(task.op, {"matmul", "dense", "batch_matmul", "conv2d", "dwconv2d"});
-  if (library == "openblas") return is_one_of(task.op, {"matmul", "dense"});
+    return is_one_of(task.op(), {"matmul", "dense", "batch_matmul", "conv2d", "dwconv2d"});
+  if (library == "openblas") return is_one_of(task.op(), {"matmul", "dense"});
   return false;
 }
 

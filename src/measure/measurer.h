@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "graph/task_spec.h"
 #include "measure/kernel.h"
 #include "measure/timing.h"
+#include "ops/task_spec.h"
 
 namespace tlm {
 

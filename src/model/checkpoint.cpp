@@ -76,15 +76,20 @@ Gpt load_checkpoint(const std::string& path, CheckpointInfo* info) {
   std::string id = meta.value("id", "");
   if (id != content_id(config_text, weights))
     throw Error("checkpoint: '" + path + "' does not match its id (corrupt or edited)");
-  if (meta.value("vocab_hash", "") != Vocabulary::get().hash())
+  ModelConfig config = ModelConfig::from_json(config_text);
+  // Made with this vocabulary or an earlier one (the language only appends words).
+  const Vocabulary& vocabulary = Vocabulary::get();
+  if (config.vocab < 1 || config.vocab > vocabulary.size() ||
+      meta.value("vocab_hash", "") != vocabulary.prefix_hash(config.vocab))
     throw Error("checkpoint: '" + path + "' was trained with another vocabulary");
-  Gpt model(ModelConfig::from_json(config_text));
+  Gpt model(config);
   try {
     std::istringstream in(weights);
     torch::load(model, in);
   } catch (const c10::Error& e) {
     throw Error("checkpoint: cannot load weights of '" + path + "'");
   }
+  model->extend_vocabulary(vocabulary.size());
   if (info) {
     info->id = id;
     info->vocab_hash = meta.value("vocab_hash", "");

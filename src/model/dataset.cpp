@@ -129,7 +129,8 @@ Dataset read_dataset(const std::string& path) {
   size_t header = sizeof(kMagic) - 1 + 16 + 4;
   if (bytes.size() < header || bytes.compare(0, sizeof(kMagic) - 1, kMagic) != 0)
     throw Error("dataset: '" + path + "' is not a tlm dataset");
-  if (bytes.compare(sizeof(kMagic) - 1, 16, Vocabulary::get().hash()) != 0)
+  // Written with this vocabulary or an earlier one (the language only appends words).
+  if (Vocabulary::get().prefix_with_hash(bytes.substr(sizeof(kMagic) - 1, 16)) < 0)
     throw Error("dataset: '" + path + "' was written with another vocabulary");
   uint32_t count;
   std::memcpy(&count, bytes.data() + header - 4, 4);

@@ -203,6 +203,18 @@ torch::Tensor GptImpl::run(const torch::Tensor& tokens, KvCache* cache,
   return final_norm_->forward(x).matmul(token_embedding_->weight.t());
 }
 
+void GptImpl::extend_vocabulary(int vocab) {
+  if (vocab < config_.vocab) throw Error("model: a vocabulary never shrinks");
+  if (vocab == config_.vocab) return;
+  torch::NoGradGuard no_grad;
+  torch::Tensor known = token_embedding_->weight;
+  torch::Tensor fresh = known.mean(0, true).expand({vocab - config_.vocab, known.size(1)});
+  auto grown = torch::nn::Embedding(vocab, config_.d_model);
+  grown->weight.copy_(torch::cat({known, fresh}, 0));
+  token_embedding_ = replace_module("token_embedding", grown);
+  config_.vocab = vocab;
+}
+
 int64_t GptImpl::parameter_count() {
   int64_t count = 0;
   for (const auto& p : parameters()) count += p.numel();

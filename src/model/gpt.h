@@ -61,6 +61,10 @@ class GptImpl : public torch::nn::Module {
   const ModelConfig& config() const { return config_; }
   // From now on its prompts carry speed classes (set when fine-tuning on such data).
   void read_speed_prompts() { config_.speed_prompt = true; }
+  // Grows the vocabulary to `vocab` words (the language only appends words): each new
+  // word's embedding starts as the mean of the known ones, so a checkpoint made before
+  // the words existed loads, generates and can be fine-tuned to use them.
+  void extend_vocabulary(int vocab);
   int64_t parameter_count();
   // tokens [batch, length] -> logits [batch, length, vocab].
   torch::Tensor forward(const torch::Tensor& tokens);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/task_spec.h"
+#include "ops/task_spec.h"
 #include "util/hardware.h"
 
 namespace tlm {

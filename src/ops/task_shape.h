@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/task_spec.h"
+#include "ops/task_spec.h"
 
 namespace tlm {
 

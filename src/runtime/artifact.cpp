@@ -9,6 +9,35 @@ namespace tlm {
 
 using Json = nlohmann::json;
 
+namespace {
+
+const std::vector<std::string>& tensor_kind_names() {
+  static const std::vector<std::string> names = {"input", "weight", "activation", "view", "fused"};
+  return names;
+}
+
+const std::vector<std::string>& step_kind_names() {
+  static const std::vector<std::string> names = {"kernel", "transpose"};
+  return names;
+}
+
+template <class Kind>
+Kind kind_named(const std::vector<std::string>& names, const std::string& name, const char* what) {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return static_cast<Kind>(i);
+  throw Error(std::string("plan: unknown ") + what + " kind '" + name + "'");
+}
+
+}  // namespace
+
+const std::string& tensor_kind_name(TensorKind kind) {
+  return tensor_kind_names().at(size_t(kind));
+}
+
+const std::string& step_kind_name(StepKind kind) {
+  return step_kind_names().at(size_t(kind));
+}
+
 void write_plan(const std::string& path, const Plan& plan) {
   Json j;
   j["model"] = plan.model;
@@ -16,12 +45,13 @@ void write_plan(const std::string& path, const Plan& plan) {
   for (const auto& t : plan.tensors)
     j["tensors"].push_back({{"name", t.name},
                             {"shape", t.shape},
-                            {"kind", t.kind},
+                            {"kind", tensor_kind_name(t.kind)},
+                            {"dtype", t.dtype},
                             {"view_of", t.view_of},
                             {"weight_offset", t.weight_offset},
                             {"arena_offset", t.arena_offset}});
   for (const auto& s : plan.steps)
-    j["steps"].push_back({{"kind", s.kind},
+    j["steps"].push_back({{"kind", step_kind_name(s.kind)},
                           {"function", s.function},
                           {"task", s.task},
                           {"inputs", s.inputs},
@@ -56,7 +86,9 @@ Plan read_plan(const std::string& path) {
       PlanTensor pt;
       pt.name = t.at("name").get<std::string>();
       pt.shape = t.at("shape").get<std::vector<int64_t>>();
-      pt.kind = t.at("kind").get<std::string>();
+      pt.kind =
+          kind_named<TensorKind>(tensor_kind_names(), t.at("kind").get<std::string>(), "tensor");
+      pt.dtype = t.value("dtype", "float32");
       pt.view_of = t.at("view_of").get<int>();
       pt.weight_offset = t.at("weight_offset").get<int64_t>();
       pt.arena_offset = t.at("arena_offset").get<int64_t>();
@@ -64,7 +96,7 @@ Plan read_plan(const std::string& path) {
     }
     for (const auto& s : j.at("steps")) {
       PlanStep ps;
-      ps.kind = s.at("kind").get<std::string>();
+      ps.kind = kind_named<StepKind>(step_kind_names(), s.at("kind").get<std::string>(), "step");
       ps.function = s.at("function").get<std::string>();
       ps.task = s.at("task").get<std::string>();
       ps.inputs = s.at("inputs").get<std::vector<int>>();

@@ -12,17 +12,26 @@
 
 namespace tlm {
 
+// Where a tensor's memory is: an input buffer, weights.bin, the activation arena, another
+// tensor's memory (a view), or nowhere (fused: computed inside a kernel, never stored).
+enum class TensorKind : uint8_t { Input, Weight, Activation, View, Fused };
+enum class StepKind : uint8_t { Kernel, Transpose };
+// The names the plan file uses; unknown names are a one-line error when it is read.
+const std::string& tensor_kind_name(TensorKind kind);
+const std::string& step_kind_name(StepKind kind);
+
 struct PlanTensor {
   std::string name;
   std::vector<int64_t> shape;
-  std::string kind;           // input | weight | activation | view
-  int view_of = -1;           // view: the tensor whose memory it reinterprets
-  int64_t weight_offset = 0;  // weight: offset in weights.bin, in floats
-  int64_t arena_offset = 0;   // activation: offset in the activation arena, in floats
+  TensorKind kind = TensorKind::Fused;
+  int view_of = -1;               // view: the tensor whose memory it reinterprets
+  int64_t weight_offset = 0;      // weight: offset in weights.bin, in floats
+  int64_t arena_offset = 0;       // activation: offset in the activation arena, in floats
+  std::string dtype = "float32";  // input: the element type callers give (held as float32)
 };
 
 struct PlanStep {
-  std::string kind;  // kernel | transpose
+  StepKind kind = StepKind::Kernel;
   std::string function, task;
   std::vector<int> inputs;
   int output = -1;

@@ -21,7 +21,7 @@ struct Lifetime {
 };
 
 int root_of(const Plan& plan, int t) {
-  for (int hops = 0; plan.tensors[t].kind == "view"; ++hops) {
+  for (int hops = 0; plan.tensors[t].kind == TensorKind::View; ++hops) {
     if (hops > int(plan.tensors.size())) throw Error("plan: a cycle of views");
     t = plan.tensors[t].view_of;
   }
@@ -57,7 +57,7 @@ int64_t align(int64_t n) {
 int64_t activation_floats(const Plan& plan) {
   int64_t total = 0;
   for (const auto& t : plan.tensors)
-    if (t.kind == "activation") total += floats_of(t);
+    if (t.kind == TensorKind::Activation) total += floats_of(t);
   return total;
 }
 
@@ -65,7 +65,7 @@ void plan_memory(Plan& plan) {
   auto life = lifetimes(plan);
   std::vector<int> order;
   for (size_t t = 0; t < plan.tensors.size(); ++t)
-    if (plan.tensors[t].kind == "activation") order.push_back(int(t));
+    if (plan.tensors[t].kind == TensorKind::Activation) order.push_back(int(t));
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return floats_of(plan.tensors[a]) > floats_of(plan.tensors[b]);
   });
@@ -95,7 +95,7 @@ void check_memory_plan(const Plan& plan) {
   std::vector<int> activations;
   for (size_t t = 0; t < plan.tensors.size(); ++t) {
     const PlanTensor& p = plan.tensors[t];
-    if (p.kind != "activation") continue;
+    if (p.kind != TensorKind::Activation) continue;
     if (p.arena_offset < 0 || p.arena_offset + floats_of(p) > plan.arena_floats)
       throw Error("plan: activation '" + p.name + "' lies outside the arena");
     activations.push_back(int(t));

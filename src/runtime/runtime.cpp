@@ -75,15 +75,16 @@ void check_plan(const Plan& plan, size_t weight_floats) {
   int n = int(plan.tensors.size());
   auto valid = [&](int t) { return t >= 0 && t < n; };
   for (const auto& t : plan.tensors) {
-    if (t.kind == "view" && !valid(t.view_of)) throw Error("plan: a view of an unknown tensor");
-    if (t.kind == "weight" && size_t(t.weight_offset + count(t.shape)) > weight_floats)
+    if (t.kind == TensorKind::View && !valid(t.view_of))
+      throw Error("plan: a view of an unknown tensor");
+    if (t.kind == TensorKind::Weight && size_t(t.weight_offset + count(t.shape)) > weight_floats)
       throw Error("plan: weight '" + t.name + "' lies outside weights.bin");
   }
   for (const auto& s : plan.steps) {
     for (int t : s.inputs)
       if (!valid(t)) throw Error("plan: a step reads an unknown tensor");
     if (!valid(s.output)) throw Error("plan: a step writes an unknown tensor");
-    if (s.kind == "kernel" && s.shapes.size() != s.inputs.size() + 1)
+    if (s.kind == StepKind::Kernel && s.shapes.size() != s.inputs.size() + 1)
       throw Error("plan: kernel " + s.function + " lacks its buffer shapes");
     for (size_t k = 0; k < s.shapes.size(); ++k) {
       int t = k < s.inputs.size() ? s.inputs[k] : s.output;
@@ -108,7 +109,7 @@ std::unique_ptr<CompiledModel> CompiledModel::load(const std::string& dir) {
     set(record_kernel_error);
   for (const auto& step : m->plan_.steps) {
     int (*fn)(void**) = nullptr;
-    if (step.kind == "kernel") {
+    if (step.kind == StepKind::Kernel) {
       fn = reinterpret_cast<int (*)(void**)>(dlsym(m->library_, (step.function + "_argv").c_str()));
       if (!fn) throw Error("compiled model lacks kernel '" + step.function + "'");
     }
@@ -116,7 +117,7 @@ std::unique_ptr<CompiledModel> CompiledModel::load(const std::string& dir) {
   }
   m->storage_.resize(m->plan_.tensors.size());
   for (size_t t = 0; t < m->plan_.tensors.size(); ++t)
-    if (m->plan_.tensors[t].kind == "input")
+    if (m->plan_.tensors[t].kind == TensorKind::Input)
       m->storage_[t].assign(size_t(count(m->plan_.tensors[t].shape)), 0.0f);
   m->arena_.assign(size_t(m->plan_.arena_floats), 0.0f);
   return m;
@@ -128,14 +129,14 @@ CompiledModel::~CompiledModel() {
 
 float* CompiledModel::data(int tensor) {
   const PlanTensor& t = plan_.tensors[tensor];
-  if (t.kind == "view") return data(t.view_of);
-  if (t.kind == "weight") return weights_.data() + t.weight_offset;
-  if (t.kind == "activation") return arena_.data() + t.arena_offset;
+  if (t.kind == TensorKind::View) return data(t.view_of);
+  if (t.kind == TensorKind::Weight) return weights_.data() + t.weight_offset;
+  if (t.kind == TensorKind::Activation) return arena_.data() + t.arena_offset;
   return storage_[tensor].data();
 }
 
 void CompiledModel::run_step(const PlanStep& step) {
-  if (step.kind == "transpose") {
+  if (step.kind == StepKind::Transpose) {
     transpose(data(step.inputs[0]), data(step.output), plan_.tensors[step.inputs[0]].shape,
               step.perm);
     return;
@@ -169,7 +170,7 @@ std::vector<std::vector<float>> CompiledModel::run(const std::vector<std::vector
     run_step(step);
     if (timings)
       timings->push_back(
-          {step.kind == "kernel" ? step.task : step.kind,
+          {step.kind == StepKind::Kernel ? step.task : step_kind_name(step.kind),
            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3});
   }
   std::vector<std::vector<float>> outputs;

@@ -10,88 +10,277 @@ extern "C" int openblas_get_num_procs(void);
 namespace tlm {
 namespace {
 
-torch::Tensor from_values(const std::vector<float>& values, const std::vector<int64_t>& shape) {
+namespace F = torch::nn::functional;
+using T = torch::Tensor;
+using Inputs = std::vector<T>;
+
+T from_values(const std::vector<float>& values, const std::vector<int64_t>& shape) {
   if (int64_t(values.size()) != element_count(shape))
     throw Error("torch: a tensor of " + std::to_string(element_count(shape)) + " values got " +
                 std::to_string(values.size()));
   return torch::from_blob(const_cast<float*>(values.data()), shape, torch::kFloat32).clone();
 }
 
-std::vector<float> to_values(const torch::Tensor& tensor) {
-  torch::Tensor dense = tensor.contiguous();
+std::vector<float> to_values(const T& tensor) {
+  T dense = tensor.to(torch::kFloat32).contiguous();
   const float* data = dense.data_ptr<float>();
   return std::vector<float>(data, data + dense.numel());
 }
 
-torch::Tensor pool(const Node& node, const torch::Tensor& x) {
-  int64_t r = node.attr("r", 1), s = node.attr("s", r), stride = node.attr("stride", 1),
-          pad = node.attr("pad", 0);
-  if (node.op == "maxpool") return torch::max_pool2d(x, {r, s}, {stride, stride}, {pad, pad});
-  return torch::avg_pool2d(x, {r, s}, {stride, stride}, {pad, pad}, false, true);
+std::vector<int64_t> ints(const Node& n, const std::string& key) {
+  auto it = n.attrs.find(key);
+  return it == n.attrs.end() ? std::vector<int64_t>{} : it->second;
 }
 
-torch::Tensor unary(const std::string& op, const torch::Tensor& x) {
-  if (op == "relu") return torch::relu(x);
-  if (op == "relu6") return torch::hardtanh(x, 0, 6);
-  if (op == "gelu") return torch::gelu(x, "tanh");
-  if (op == "silu") return torch::silu(x);
-  if (op == "sigmoid") return torch::sigmoid(x);
-  if (op == "tanh") return torch::tanh(x);
-  throw Error("torch: no PyTorch operator for '" + op + "'");
+double real(const Node& n, const std::string& key, double fallback) {
+  auto it = n.reals.find(key);
+  return it == n.reals.end() ? fallback : it->second;
+}
+
+T as_float(const T& t) {
+  return t.to(torch::kFloat32);
+}
+
+T conv(const Node& n, const Inputs& in) {
+  int64_t pad = n.attr("pad", 0);
+  return torch::conv2d(in[0], in[1], in.size() > 2 ? in[2] : T(), n.attr("stride", 1),
+                       {pad, n.attr("pad_w", pad)}, n.attr("dilation", 1), n.attr("groups", 1));
+}
+
+T pool(const Node& n, const Inputs& in) {
+  int64_t r = n.attr("r", 1), pad = n.attr("pad", 0), stride = n.attr("stride", 1);
+  std::vector<int64_t> window = {r, n.attr("s", r)}, pads = {pad, n.attr("pad_w", pad)};
+  bool ceil = n.attr("ceil", 0) != 0;
+  if (n.op == OpKind::MaxPool)
+    return torch::max_pool2d(in[0], window, stride, pads, n.attr("dilation", 1), ceil);
+  return torch::avg_pool2d(in[0], window, stride, pads, ceil, n.attr("count_pad", 1) != 0);
+}
+
+// The reduced axes (all when none are given).
+std::vector<int64_t> axes_of(const Node& n, const T& x) {
+  auto axes = ints(n, "axes");
+  if (axes.empty())
+    for (int64_t d = 0; d < x.dim(); ++d) axes.push_back(d);
+  return axes;
+}
+
+T reduce(const Node& n, const Inputs& in) {
+  auto axes = axes_of(n, in[0]);
+  bool keep = n.attr("keepdims", 1) != 0;
+  switch (n.op) {
+    case OpKind::ReduceSum:
+      return in[0].sum(axes, keep);
+    case OpKind::ReduceMean:
+      return in[0].mean(axes, keep);
+    case OpKind::ReduceMax:
+      return in[0].amax(axes, keep);
+    case OpKind::ReduceMin:
+      return in[0].amin(axes, keep);
+    default:
+      return (in[0] * in[0]).sum(axes, keep).sqrt();
+  }
+}
+
+// numpy slicing of every axis, negative steps included, as index selections.
+T slice(const Node& n, const Inputs& in) {
+  auto starts = ints(n, "starts"), ends = ints(n, "ends"), axes = ints(n, "axes"),
+       steps = ints(n, "steps");
+  T x = in[0];
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t d = axes.empty() ? int64_t(i) : axes[i];
+    if (d < 0) d += x.dim();
+    int64_t size = x.size(d), step = steps.empty() ? 1 : steps[i];
+    auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
+      if (v < 0) v = v < -size ? -1 : v + size;
+      return std::min(std::max(v, lo), hi);
+    };
+    int64_t begin = step > 0 ? clamp(starts[i], 0, size) : clamp(starts[i], 0, size - 1);
+    int64_t end = step > 0 ? clamp(ends[i], 0, size) : clamp(ends[i], -1, size - 1);
+    x = x.index_select(d, torch::arange(begin, end, step, torch::kLong));
+  }
+  return x;
+}
+
+T gather(const Node& n, const Inputs& in) {
+  int64_t axis = n.attr("axis", 0);
+  if (axis < 0) axis += in[0].dim();
+  T index = in[1].to(torch::kLong);
+  index = torch::where(index < 0, index + in[0].size(axis), index);
+  T picked = in[0].index_select(axis, index.flatten());
+  std::vector<int64_t> shape(in[0].sizes().begin(), in[0].sizes().begin() + axis);
+  for (int64_t d : in[1].sizes()) shape.push_back(d);
+  for (int64_t d = axis + 1; d < in[0].dim(); ++d) shape.push_back(in[0].size(d));
+  return picked.reshape(shape);
+}
+
+T pad(const Node& n, const Inputs& in) {
+  auto pads = ints(n, "pads");
+  size_t rank = pads.size() / 2;
+  std::vector<int64_t> torch_pads;  // last axis first, (before, after) each
+  for (size_t d = rank; d-- > 0;)
+    torch_pads.push_back(pads[d]), torch_pads.push_back(pads[d + rank]);
+  int64_t mode = n.attr("mode", 0);
+  if (mode == 0) return torch::constant_pad_nd(in[0], torch_pads, real(n, "value", 0.0));
+  // reflect / replicate pad the trailing axes only: drop leading zero pairs.
+  while (torch_pads.size() > 2 && torch_pads[torch_pads.size() - 1] == 0 &&
+         torch_pads[torch_pads.size() - 2] == 0)
+    torch_pads.resize(torch_pads.size() - 2);
+  auto options = F::PadFuncOptions(torch_pads);
+  if (mode == 1)
+    options.mode(torch::kReflect);
+  else
+    options.mode(torch::kReplicate);
+  return F::pad(in[0], options);
+}
+
+T scatter_nd(const Node&, const Inputs& in) {
+  T out = in[0].clone();
+  T index = in[1].to(torch::kLong).reshape({-1, in[1].size(-1)});
+  int64_t depth = index.size(1), count = index.size(0);
+  T updates = in[2].reshape({count, -1});  // one slice of the data per index
+  std::vector<int64_t> strides(size_t(depth), 1);
+  for (int64_t d = depth - 1; d-- > 0;)
+    strides[size_t(d)] = strides[size_t(d) + 1] * out.size(d + 1);
+  T rows = out.view({-1, updates.size(1)});
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t at = 0;
+    for (int64_t d = 0; d < depth; ++d) {
+      int64_t v = index[i][d].item<int64_t>();
+      at += (v < 0 ? v + out.size(d) : v) * strides[size_t(d)];
+    }
+    rows[at].copy_(updates[i]);
+  }
+  return out;
+}
+
+using TorchFn = T (*)(const Node&, const Inputs&);
+
+// PyTorch's spelling of every operator, as a PyTorch model would call it.
+const std::vector<std::pair<OpKind, TorchFn>>& torch_table() {
+  static const std::vector<std::pair<OpKind, TorchFn>> table = {
+      {OpKind::Conv2d, conv},
+      {OpKind::Dense,
+       [](const Node&, const Inputs& in) {
+         return torch::linear(in[0], in[1], in.size() > 2 ? in[2] : T());
+       }},
+      {OpKind::MatMul, [](const Node&, const Inputs& in) { return torch::matmul(in[0], in[1]); }},
+      {OpKind::MaxPool, pool},
+      {OpKind::AvgPool, pool},
+      {OpKind::GlobalAvgPool,
+       [](const Node&, const Inputs& in) {
+         return torch::adaptive_avg_pool2d(in[0], {1, 1}).flatten(1);
+       }},
+      {OpKind::GlobalMaxPool,
+       [](const Node&, const Inputs& in) {
+         return in[0].amax({2, 3});
+       }},
+      {OpKind::Softmax, [](const Node&, const Inputs& in) { return torch::softmax(in[0], -1); }},
+      {OpKind::LayerNorm,
+       [](const Node& n, const Inputs& in) {
+         return torch::layer_norm(in[0], {in[0].size(-1)}, in[1], in[2], real(n, "eps", 1e-5));
+       }},
+      {OpKind::RmsNorm,
+       [](const Node& n, const Inputs& in) {
+         return in[0] * torch::rsqrt(in[0].pow(2).mean(-1, true) + real(n, "eps", 1e-5)) * in[1];
+       }},
+      {OpKind::ReduceSum, reduce},
+      {OpKind::ReduceMean, reduce},
+      {OpKind::ReduceMax, reduce},
+      {OpKind::ReduceMin, reduce},
+      {OpKind::ReduceL2, reduce},
+      {OpKind::ChannelScale,
+       [](const Node&, const Inputs& in) {
+         return in[0] * in[1].view({in[1].size(0), in[1].size(1), 1, 1});
+       }},
+      {OpKind::Relu, [](const Node&, const Inputs& in) { return torch::relu(in[0]); }},
+      {OpKind::Relu6, [](const Node&, const Inputs& in) { return torch::hardtanh(in[0], 0, 6); }},
+      {OpKind::Gelu, [](const Node&, const Inputs& in) { return torch::gelu(in[0], "tanh"); }},
+      {OpKind::GeluErf, [](const Node&, const Inputs& in) { return torch::gelu(in[0]); }},
+      {OpKind::Silu, [](const Node&, const Inputs& in) { return torch::silu(in[0]); }},
+      {OpKind::Sigmoid, [](const Node&, const Inputs& in) { return torch::sigmoid(in[0]); }},
+      {OpKind::Tanh, [](const Node&, const Inputs& in) { return torch::tanh(in[0]); }},
+      {OpKind::Exp, [](const Node&, const Inputs& in) { return torch::exp(in[0]); }},
+      {OpKind::Log, [](const Node&, const Inputs& in) { return torch::log(in[0]); }},
+      {OpKind::Sqrt, [](const Node&, const Inputs& in) { return torch::sqrt(in[0]); }},
+      {OpKind::Reciprocal, [](const Node&, const Inputs& in) { return torch::reciprocal(in[0]); }},
+      {OpKind::Neg, [](const Node&, const Inputs& in) { return torch::neg(in[0]); }},
+      {OpKind::Abs, [](const Node&, const Inputs& in) { return torch::abs(in[0]); }},
+      {OpKind::Erf, [](const Node&, const Inputs& in) { return torch::erf(in[0]); }},
+      {OpKind::Softplus, [](const Node&, const Inputs& in) { return torch::softplus(in[0]); }},
+      {OpKind::HardSwish, [](const Node&, const Inputs& in) { return torch::hardswish(in[0]); }},
+      {OpKind::HardSigmoid,
+       [](const Node&, const Inputs& in) { return torch::hardsigmoid(in[0]); }},
+      {OpKind::Add, [](const Node&, const Inputs& in) { return in[0] + in[1]; }},
+      {OpKind::Sub, [](const Node&, const Inputs& in) { return in[0] - in[1]; }},
+      {OpKind::Mul, [](const Node&, const Inputs& in) { return in[0] * in[1]; }},
+      {OpKind::Div, [](const Node&, const Inputs& in) { return in[0] / in[1]; }},
+      {OpKind::Pow, [](const Node&, const Inputs& in) { return torch::pow(in[0], in[1]); }},
+      {OpKind::Min, [](const Node&, const Inputs& in) { return torch::minimum(in[0], in[1]); }},
+      {OpKind::Max, [](const Node&, const Inputs& in) { return torch::maximum(in[0], in[1]); }},
+      {OpKind::Mod, [](const Node&, const Inputs& in) { return torch::remainder(in[0], in[1]); }},
+      {OpKind::LeakyRelu,
+       [](const Node&, const Inputs& in) { return torch::where(in[0] < 0, in[0] * in[1], in[0]); }},
+      {OpKind::Equal,
+       [](const Node&, const Inputs& in) { return as_float(torch::eq(in[0], in[1])); }},
+      {OpKind::Less,
+       [](const Node&, const Inputs& in) { return as_float(torch::lt(in[0], in[1])); }},
+      {OpKind::Greater,
+       [](const Node&, const Inputs& in) { return as_float(torch::gt(in[0], in[1])); }},
+      {OpKind::BatchNorm,
+       [](const Node&, const Inputs& in) {
+         std::vector<int64_t> shape(size_t(in[0].dim() - 1), 1);
+         shape[0] = in[1].size(0);
+         return in[0] * in[1].view(shape) + in[2].view(shape);
+       }},
+      {OpKind::Not, [](const Node&, const Inputs& in) { return as_float(in[0] == 0); }},
+      {OpKind::Where,
+       [](const Node&, const Inputs& in) { return torch::where(in[0] != 0, in[1], in[2]); }},
+      {OpKind::Concat,
+       [](const Node& n, const Inputs& in) { return torch::cat(in, n.attr("axis", 0)); }},
+      {OpKind::Slice, slice},
+      {OpKind::Gather, gather},
+      {OpKind::Expand,
+       [](const Node& n, const Inputs& in) {
+         return in[0].expand(broadcast_shapes(in[0].sizes().vec(), ints(n, "shape")));
+       }},
+      {OpKind::Tile,
+       [](const Node& n, const Inputs& in) { return in[0].repeat(ints(n, "repeats")); }},
+      {OpKind::Pad, pad},
+      {OpKind::ScatterND, scatter_nd},
+      {OpKind::Reshape,
+       [](const Node& n, const Inputs& in) { return in[0].reshape(ints(n, "shape")); }},
+      {OpKind::Transpose,
+       [](const Node& n, const Inputs& in) { return in[0].permute(ints(n, "perm")); }},
+  };
+  return table;
+}
+
+TorchFn torch_op(OpKind kind) {
+  for (const auto& [k, fn] : torch_table())
+    if (k == kind) return fn;
+  throw Error("torch: no PyTorch operator for '" + op_name(kind) + "'");
 }
 
 }  // namespace
 
+bool has_torch_mapping(OpKind kind) {
+  for (const auto& entry : torch_table())
+    if (entry.first == kind) return true;
+  return false;
+}
+
 struct TorchGraph::Impl {
   Graph graph;
-  std::vector<torch::Tensor> values;  // per graph tensor; constants filled once
-  std::vector<torch::Tensor> kept_inputs;
+  std::vector<T> values;  // per graph tensor; constants filled once
+  std::vector<T> kept_inputs;
+  std::vector<TorchFn> ops;                   // per node
   std::vector<std::vector<int>> freed_after;  // per node: activations last read by it
-
-  torch::Tensor in(const Node& node, size_t k) const { return values[node.inputs[k]]; }
-  torch::Tensor optional(const Node& node, size_t k) const {
-    return node.inputs.size() > k ? in(node, k) : torch::Tensor();
-  }
-
-  torch::Tensor run_node(const Node& node) const {
-    const std::string& op = node.op;
-    if (op == "conv2d") {
-      int64_t stride = node.attr("stride", 1), pad = node.attr("pad", 0),
-              dilation = node.attr("dilation", 1), groups = node.attr("groups", 1);
-      return torch::conv2d(in(node, 0), in(node, 1), optional(node, 2), {stride, stride},
-                           {pad, pad}, {dilation, dilation}, groups);
-    }
-    if (op == "dense") return torch::linear(in(node, 0), in(node, 1), optional(node, 2));
-    if (op == "batch_matmul") return torch::bmm(in(node, 0), in(node, 1));
-    if (op == "add") return in(node, 0) + in(node, 1);
-    if (op == "mul") return in(node, 0) * in(node, 1);
-    if (op == "channel_scale") {
-      auto s = in(node, 1);
-      return in(node, 0) * s.view({s.size(0), s.size(1), 1, 1});
-    }
-    if (op == "batchnorm") {
-      auto scale = in(node, 1);
-      return torch::batch_norm(in(node, 0), scale, in(node, 2), torch::zeros_like(scale),
-                               torch::ones_like(scale), false, 0.0, 0.0, false);
-    }
-    if (op == "maxpool" || op == "avgpool") return pool(node, in(node, 0));
-    if (op == "global_avgpool") return torch::adaptive_avg_pool2d(in(node, 0), {1, 1}).flatten(1);
-    if (op == "softmax") return torch::softmax(in(node, 0), -1);
-    if (op == "layernorm")
-      return torch::layer_norm(in(node, 0), {in(node, 0).size(-1)}, in(node, 1), in(node, 2), 1e-5);
-    if (op == "rmsnorm") {
-      auto x = in(node, 0);
-      return x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-5) * in(node, 1);
-    }
-    if (op == "reshape") return in(node, 0).reshape(node.attrs.at("shape"));
-    if (op == "transpose") return in(node, 0).permute(node.attrs.at("perm"));
-    return unary(op, in(node, 0));
-  }
 
   // Dense weights are [K, N] in the graph; PyTorch's linear takes [N, K].
   bool is_dense_weight(int tensor) const {
     for (int node : graph.consumers(tensor))
-      if (graph.nodes()[node].op == "dense" && graph.nodes()[node].inputs[1] == tensor) return true;
+      if (graph.nodes()[node].op == OpKind::Dense && graph.nodes()[node].inputs[1] == tensor)
+        return true;
     return false;
   }
 
@@ -109,27 +298,28 @@ struct TorchGraph::Impl {
 
   void forward() {
     for (size_t i = 0; i < graph.inputs().size(); ++i) values[graph.inputs()[i]] = kept_inputs[i];
+    Inputs in;
     for (size_t n = 0; n < graph.nodes().size(); ++n) {
-      values[graph.nodes()[n].output] = run_node(graph.nodes()[n]);
-      for (int t : freed_after[n]) values[t] = torch::Tensor();
+      const Node& node = graph.nodes()[n];
+      in.clear();
+      for (int t : node.inputs) in.push_back(values[t]);
+      values[node.output] = ops[n](node, in);
+      for (int t : freed_after[n]) values[t] = T();
     }
   }
 };
 
 TorchGraph::TorchGraph(const Graph& graph, const Weights& weights)
-    : impl_(new Impl{graph, std::vector<torch::Tensor>(graph.tensors().size()), {}, {}}) {
+    : impl_(new Impl{graph, std::vector<T>(graph.tensors().size()), {}, {}, {}}) {
   impl_->plan_frees();
   for (const auto& [tensor, data] : weights) {
-    torch::Tensor t = from_values(data, graph.shape(tensor));
+    T t = from_values(data, graph.shape(tensor));
     impl_->values[tensor] = impl_->is_dense_weight(tensor) ? t.t().contiguous() : t;
   }
   for (size_t t = 0; t < graph.tensors().size(); ++t)
     if (graph.tensor(int(t)).constant && !impl_->values[t].defined())
       throw Error("torch: no values for weight " + graph.tensor(int(t)).name);
-  for (const Node& node : graph.nodes())
-    if (node.op == "relu" || node.op == "relu6" || node.op == "gelu" || node.op == "silu" ||
-        node.op == "sigmoid" || node.op == "tanh")
-      unary(node.op, torch::zeros({1}));  // fails now, not mid-run, for an unknown op
+  for (const Node& node : graph.nodes()) impl_->ops.push_back(torch_op(node.op));
 }
 
 TorchGraph::~TorchGraph() = default;

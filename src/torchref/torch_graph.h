@@ -33,6 +33,9 @@ class TorchGraph {
   std::unique_ptr<Impl> impl_;
 };
 
+// Whether the PyTorch runner knows the operator (tests check every operator has one).
+bool has_torch_mapping(OpKind kind);
+
 // PyTorch's intra-op threads and OpenBLAS's threads (0 leaves OpenBLAS's own default).
 void set_torch_threads(int intra_op, int openblas);
 

@@ -64,8 +64,12 @@ void build_library(const Partition& p, std::vector<PlanTask>& tasks, const std::
   for (size_t i = 0; i < tasks.size(); ++i) {
     std::string path = obj + "/task" + std::to_string(i) + ".o";
     Candidate c{tasks[i].decisions.empty() ? tasks[i].strategy : "space", tasks[i].decisions};
-    tasks[i].weight_block = compile_task_object(parse_task_spec(p.tasks[i].spec), c, path,
-                                                "tlm_task" + std::to_string(i));
+    try {
+      tasks[i].weight_block = compile_task_object(parse_task_spec(p.tasks[i].spec), c, path,
+                                                  "tlm_task" + std::to_string(i));
+    } catch (const std::exception& e) {
+      throw Error("compile: task " + p.tasks[i].spec + ": " + e.what());
+    }
     objects += " " + path;
     if (progress) std::fprintf(stderr, "\r  kernels: %zu/%zu built   ", i + 1, tasks.size());
   }
@@ -85,8 +89,8 @@ struct PlanBuilder {
   void add_tensors(const Weights& w) {
     for (size_t t = 0; t < g.tensors().size(); ++t) {
       const GraphTensor& gt = g.tensors()[t];
-      PlanTensor pt{gt.name, gt.shape, "fused", -1, 0};
-      if (gt.producer < 0) pt.kind = gt.constant ? "weight" : "input";
+      PlanTensor pt{gt.name, gt.shape, TensorKind::Fused, -1, 0, 0, dtype_name(gt.dtype)};
+      if (gt.producer < 0) pt.kind = gt.constant ? TensorKind::Weight : TensorKind::Input;
       if (gt.constant) {
         pt.weight_offset = int64_t(weights.size());
         weights.insert(weights.end(), w.at(int(t)).begin(), w.at(int(t)).end());
@@ -111,9 +115,10 @@ struct PlanBuilder {
 std::vector<PlanStep> dependency_order(std::vector<PlanStep> steps, const Plan& plan) {
   std::vector<bool> ready(plan.tensors.size(), false);
   for (size_t t = 0; t < plan.tensors.size(); ++t)
-    ready[t] = plan.tensors[t].kind == "input" || plan.tensors[t].kind == "weight";
+    ready[t] =
+        plan.tensors[t].kind == TensorKind::Input || plan.tensors[t].kind == TensorKind::Weight;
   auto available = [&](int t) {
-    while (plan.tensors[t].kind == "view") t = plan.tensors[t].view_of;
+    while (plan.tensors[t].kind == TensorKind::View) t = plan.tensors[t].view_of;
     return bool(ready[t]);
   };
   std::vector<PlanStep> ordered;
@@ -146,7 +151,7 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
                     std::to_string(o.inputs.size()));
       if (b.plan.tasks[i].weight_block > 1 && shape.packable_input >= 0)
         b.pack_weight(o.inputs[shape.packable_input], b.plan.tasks[i].weight_block);
-      b.plan.tensors[o.output].kind = "activation";
+      b.plan.tensors[o.output].kind = TensorKind::Activation;
       std::vector<std::vector<int64_t>> shapes;
       for (size_t k = 0; k < o.inputs.size(); ++k)
         shapes.push_back(b.plan.tensors[o.inputs[k]].shape);  // packed weights: packed shape
@@ -154,7 +159,7 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
         if (int(k) != shape.packable_input || b.plan.tasks[i].weight_block <= 1)
           shapes[k] = shape.inputs[k].shape;
       shapes.push_back(shape.output_shape);
-      steps.push_back({"kernel",
+      steps.push_back({StepKind::Kernel,
                        "tlm_task" + std::to_string(i),
                        p.tasks[i].spec,
                        o.inputs,
@@ -164,11 +169,14 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
     }
   }
   for (const Node& n : g.nodes()) {
-    if (n.op == "reshape") b.plan.tensors[n.output].kind = "view";
-    if (n.op == "reshape") b.plan.tensors[n.output].view_of = n.inputs[0];
-    if (n.op != "transpose") continue;
-    b.plan.tensors[n.output].kind = "activation";
-    steps.push_back({"transpose", "", "", {n.inputs[0]}, n.output, n.attrs.at("perm"), {}});
+    OpRole role = op_def(n.op).role;
+    if (role == OpRole::View) {
+      b.plan.tensors[n.output].kind = TensorKind::View;
+      b.plan.tensors[n.output].view_of = n.inputs[0];
+    }
+    if (role != OpRole::Copy) continue;
+    b.plan.tensors[n.output].kind = TensorKind::Activation;
+    steps.push_back({StepKind::Transpose, "", "", {n.inputs[0]}, n.output, n.attrs.at("perm"), {}});
   }
   return steps;
 }
@@ -178,8 +186,7 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
 Plan compile_model(const Graph& graph, const Weights& weights, const CompileOptions& o,
                    RecordStore* store, ScheduleModel* model, Measurer* measurer) {
   auto start = std::chrono::steady_clock::now();
-  WeightedGraph constants_folded = fold_constants(graph, weights);
-  WeightedGraph folded = fold_batchnorm(constants_folded.graph, constants_folded.weights);
+  WeightedGraph folded = prepare_graph(graph, weights);
   Partition p = partition_graph(folded.graph);
   if (!p.unsupported.empty())
     throw Error("compile: " + std::to_string(p.unsupported.size()) +

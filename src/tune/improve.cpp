@@ -59,8 +59,8 @@ std::pair<double, double> geomeans(const std::vector<std::pair<double, double>>&
 // (a 1x1 convolution is a matrix product; a 3x3 one is not).
 std::string task_family(const std::string& spec) {
   TaskSpec task = parse_task_spec(spec);
-  if (task.op != "conv2d" && task.op != "dwconv2d") return task.op;
-  return task.op + " " + std::to_string(task.get("r")) + "x" + std::to_string(task.get("s"));
+  if (task.kind != TaskKind::Conv2d && task.kind != TaskKind::Dwconv2d) return task.op();
+  return task.op() + " " + std::to_string(task.get("r")) + "x" + std::to_string(task.get("s"));
 }
 
 nlohmann::json per_task(const std::vector<std::string>& tasks,

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/task_spec.h"
 #include "measure/measurer.h"
+#include "ops/task_spec.h"
 #include "store/record_store.h"
 
 namespace tlm {

@@ -25,8 +25,8 @@ double shape_distance(const TaskSpec& a, const TaskSpec& b) {
     else
       distance += std::fabs(std::log2(x + 1) - std::log2(y + 1));
   }
-  std::set<std::string> ea(a.epilogue.begin(), a.epilogue.end()),
-      eb(b.epilogue.begin(), b.epilogue.end());
+  auto wa = a.epilogue_words(), wb = b.epilogue_words();
+  std::set<std::string> ea(wa.begin(), wa.end()), eb(wb.begin(), wb.end());
   for (const auto& e : ea) distance += eb.count(e) ? 0 : 1;
   for (const auto& e : eb) distance += ea.count(e) ? 0 : 1;
   return distance;
@@ -59,7 +59,7 @@ std::vector<std::vector<int64_t>> transfer_seeds(const RecordStore& store, const
   for (const auto& key : store.task_keys()) {
     if (skip.count(key)) continue;
     TaskSpec other = parse_task_spec(key);
-    if (other.op == task.op) nearest.push_back({shape_distance(task, other), other});
+    if (other.kind == task.kind) nearest.push_back({shape_distance(task, other), other});
   }
   std::stable_sort(nearest.begin(), nearest.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/task_spec.h"
+#include "ops/task_spec.h"
 #include "space/schedule_space.h"
 #include "store/record_store.h"
 

@@ -1,0 +1,276 @@
+// The convolution family.
+//   graph op: conv2d(x [N,C,H,W], w [K,C/groups,R,S][, b [K]]), attributes stride, pad
+//             (rows), pad_w (columns, default pad), dilation, groups
+//   tasks:    conv2d (with groups), dwconv2d (depthwise: groups = channels); NCHW
+//             activations, OIHW weights, which the space may pack in channel blocks
+//   ONNX:     Conv (2-D; symmetric pads per axis; auto_pad VALID or SAME when symmetric)
+#include "ops/family.h"
+#include "ops/pipeline_builder.h"
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+using Halide::Expr;
+using Halide::Func;
+using Halide::ImageParam;
+using Halide::RDom;
+
+std::string kv(const std::string& key, int64_t value) {
+  return key + "=" + std::to_string(value);
+}
+
+struct ConvAttrs {
+  int64_t stride, pad, pad_w, dilation, groups;
+};
+
+ConvAttrs conv_attrs(const OpCall& c) {
+  ConvAttrs a{c.attr("stride", 1), c.attr("pad", 0), 0, c.attr("dilation", 1), c.attr("groups", 1)};
+  a.pad_w = c.attr("pad_w", a.pad);
+  if (a.stride < 1 || a.dilation < 1 || a.groups < 1)
+    c.fail("stride, dilation and groups must be >= 1");
+  if (a.pad < 0 || a.pad_w < 0) c.fail("padding must be >= 0");
+  return a;
+}
+
+Shape infer_conv(const OpCall& c) {
+  const Shape &x = c.inputs[0], &w = c.inputs[1];
+  ConvAttrs a = conv_attrs(c);
+  if (x.size() != 4 || w.size() != 4) c.fail("wants x [N,C,H,W] and w [K,C/g,R,S]");
+  if (x[1] % a.groups || w[0] % a.groups || w[1] * a.groups != x[1])
+    c.fail("input channels " + std::to_string(x[1]) + " do not match weight " + shape_text(w) +
+           " with groups " + std::to_string(a.groups));
+  if (c.inputs.size() > 2 && c.inputs[2] != Shape{w[0]}) c.fail("bias is not [K]");
+  int64_t oh = (x[2] + 2 * a.pad - a.dilation * (w[2] - 1) - 1) / a.stride + 1;
+  int64_t ow = (x[3] + 2 * a.pad_w - a.dilation * (w[3] - 1) - 1) / a.stride + 1;
+  if (x[2] + 2 * a.pad < a.dilation * (w[2] - 1) + 1 ||
+      x[3] + 2 * a.pad_w < a.dilation * (w[3] - 1) + 1)
+    c.fail("window larger than the padded input");
+  return {x[0], w[0], oh, ow};
+}
+
+TensorValue reference_conv(const OpCall& c, const std::vector<const TensorValue*>& in) {
+  const Shape &xs = c.inputs[0], &ws = c.inputs[1];
+  ConvAttrs a = conv_attrs(c);
+  TensorValue out = TensorValue::filled(DType::F32, infer_conv(c), 0.0);
+  const Shape& os = out.shape;
+  int64_t cg = ws[1], kg = ws[0] / a.groups;
+  const auto &x = in[0]->data, &w = in[1]->data;
+  for (int64_t i = 0; i < os[0]; ++i)
+    for (int64_t k = 0; k < os[1]; ++k)
+      for (int64_t y = 0; y < os[2]; ++y)
+        for (int64_t z = 0; z < os[3]; ++z) {
+          double acc = in.size() > 2 ? in[2]->data[k] : 0;
+          for (int64_t ch = 0; ch < cg; ++ch)
+            for (int64_t r = 0; r < ws[2]; ++r)
+              for (int64_t s = 0; s < ws[3]; ++s) {
+                int64_t iy = y * a.stride + r * a.dilation - a.pad;
+                int64_t ix = z * a.stride + s * a.dilation - a.pad_w;
+                if (iy < 0 || ix < 0 || iy >= xs[2] || ix >= xs[3]) continue;
+                int64_t ci = (k / kg) * cg + ch;
+                acc += x[((i * xs[1] + ci) * xs[2] + iy) * xs[3] + ix] *
+                       w[((k * cg + ch) * ws[2] + r) * ws[3] + s];
+              }
+          out.data[((i * os[1] + k) * os[2] + y) * os[3] + z] = acc;
+        }
+  return out;
+}
+
+AnchorTask conv_task(const OpCall& c) {
+  const Shape &x = c.inputs[0], &w = c.inputs[1];
+  ConvAttrs a = conv_attrs(c);
+  std::string pads = kv("pad", a.pad) + (a.pad_w != a.pad ? "," + kv("pad_w", a.pad_w) : "");
+  std::string window = kv("r", w[2]) + "," + kv("s", w[3]) + "," + kv("stride", a.stride) + "," +
+                       pads + "," + kv("dilation", a.dilation);
+  std::string image =
+      kv("n", x[0]) + "," + kv("c", x[1]) + "," + kv("h", x[2]) + "," + kv("w", x[3]);
+  Shape out = infer_conv(c);
+  if (a.groups == x[1] && w[0] == x[1]) return {"dwconv2d:" + image + "," + window, {0, 1}, 2, out};
+  return {"conv2d:" + image + "," + kv("k", w[0]) + "," + window + "," + kv("groups", a.groups),
+          {0, 1},
+          2,
+          out};
+}
+
+// ---- tasks ----
+
+void build_conv_kind(PipelineBuilder& b, bool depthwise) {
+  const TaskSpec& t = b.task();
+  Window win = read_window(t);
+  int64_t k = depthwise ? win.c : t.get("k"), groups = depthwise ? win.c : t.get("groups");
+  int64_t cg = win.c / groups, kg = k / groups;
+  ImageParam X = b.input("X", {win.n, win.c, win.h, win.w});
+  Func W = groups == 1 || depthwise ? b.packable_weight("W", {k, cg, win.r, win.s})
+                                    : Func(b.input("W", {k, cg, win.r, win.s}));
+  Func src = padded_input(b, X, win, 0.0f);
+  auto vars = make_vars({"x", "y", "k", "n"});
+  RDom r(0, static_cast<int>(win.s), 0, static_cast<int>(win.r), 0, static_cast<int>(cg), "rc");
+  Expr cin =
+      groups == 1 ? Expr(r.z) : (vars[2] / static_cast<int>(kg)) * static_cast<int>(cg) + r.z;
+  Expr st = static_cast<int>(win.stride), dl = static_cast<int>(win.dilation);
+  Func acc("acc");
+  acc(vars) = 0.0f;
+  acc(vars) += src(vars[0] * st + r.x * dl, vars[1] * st + r.y * dl, cin, vars[3]) *
+               W(r.x, r.y, r.z, vars[2]);
+  std::vector<int64_t> out_shape = {win.n, k, win.oh, win.ow};
+  b.add_stage(StageKind::Anchor, acc, vars, reversed(out_shape), identity_dims(4), r,
+              {win.s, win.r, cg});
+  b.add_output(acc(vars), vars, out_shape);
+  int64_t window = cg * win.r * win.s;
+  b.finish(2.0 * win.n * k * win.oh * win.ow * window, window);
+}
+
+void build_conv(PipelineBuilder& b) {
+  build_conv_kind(b, false);
+}
+void build_dwconv(PipelineBuilder& b) {
+  build_conv_kind(b, true);
+}
+
+void validate_conv(const TaskSpec& spec) {
+  int64_t groups = spec.get("groups");
+  if (spec.get("c") % groups || spec.get("k") % groups)
+    throw Error("task spec: conv2d groups=" + std::to_string(groups) + " must divide c and k");
+}
+
+std::string conv_spec(int64_t c, int64_t h, int64_t k, int64_t r, int64_t stride) {
+  return "conv2d:n=1," + kv("c", c) + "," + kv("h", h) + "," + kv("w", h) + "," + kv("k", k) + "," +
+         kv("r", r) + "," + kv("s", r) + "," + kv("stride", stride) + "," + kv("pad", r / 2);
+}
+
+std::vector<std::string> conv_corpus() {
+  struct Shape {
+    int c, h, k, r, stride;
+  };
+  const std::vector<Shape> shapes = {
+      {3, 224, 32, 3, 2},   {3, 224, 64, 7, 2},   {16, 112, 16, 1, 1},   {32, 112, 64, 3, 1},
+      {64, 56, 64, 1, 1},   {64, 56, 64, 3, 1},   {64, 56, 256, 1, 1},   {256, 56, 128, 1, 1},
+      {128, 28, 128, 3, 1}, {128, 56, 128, 3, 2}, {128, 28, 512, 1, 1},  {512, 28, 256, 1, 1},
+      {256, 14, 256, 3, 1}, {256, 28, 256, 3, 2}, {256, 14, 1024, 1, 1}, {1024, 14, 512, 1, 1},
+      {512, 7, 512, 3, 1},  {512, 7, 2048, 1, 1}, {24, 56, 144, 1, 1},   {144, 56, 24, 1, 1},
+      {32, 28, 192, 1, 1},  {192, 28, 32, 1, 1},  {64, 14, 384, 1, 1},   {384, 14, 64, 1, 1},
+      {96, 14, 576, 1, 1},  {160, 7, 960, 1, 1},  {320, 7, 1280, 1, 1},  {40, 28, 240, 1, 1}};
+  std::vector<std::string> tasks;
+  for (const Shape& s : shapes)
+    for (const char* e : {"+bias+relu", "+bias"})
+      tasks.push_back(conv_spec(s.c, s.h, s.k, s.r, s.stride) + e);
+  return tasks;
+}
+
+std::vector<std::string> dwconv_corpus() {
+  std::vector<std::string> tasks;
+  for (int c : {32, 96, 144, 192, 384, 576, 960})
+    for (int h : {7, 14, 28, 56, 112})
+      for (int r : {3, 5})
+        for (int stride : {1, 2})
+          tasks.push_back("dwconv2d:n=1," + kv("c", c) + "," + kv("h", h) + "," + kv("w", h) + "," +
+                          kv("r", r) + "," + kv("s", r) + "," + kv("stride", stride) + "," +
+                          kv("pad", r / 2) + "+bias+relu6");
+  return tasks;
+}
+
+// ---- ONNX ----
+
+// The padding of each spatial axis from pads [top, left, bottom, right] or auto_pad.
+std::pair<int64_t, int64_t> onnx_pads(OnnxNode& node, const Shape& x, const Shape& kernel,
+                                      int64_t stride, int64_t dilation) {
+  std::string mode = node.string_attr("auto_pad", "NOTSET");
+  std::vector<int64_t> pads(4, 0);
+  if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+    for (int d = 0; d < 2; ++d) {
+      int64_t out = (x[2 + d] + stride - 1) / stride;
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * stride + dilation * (kernel[d] - 1) + 1 - x[2 + d]);
+      pads[d] = pads[d + 2] = total / 2;
+      if (total % 2) node.fail("auto_pad " + mode + " pads one side more (not supported)");
+    }
+  } else if (mode == "NOTSET") {
+    if (node.has_attr("pads")) pads = node.ints_attr("pads");
+  } else if (mode != "VALID") {
+    node.fail("auto_pad " + mode + " (not supported)");
+  }
+  if (pads.size() != 4) node.fail("pads must have 4 values for a 2-D window");
+  for (int64_t p : pads)
+    if (p < 0) node.fail("negative pads");
+  if (pads[0] != pads[2] || pads[1] != pads[3])
+    node.fail("pads [" + std::to_string(pads[0]) + "," + std::to_string(pads[1]) + "," +
+              std::to_string(pads[2]) + "," + std::to_string(pads[3]) +
+              "] differ between the two sides of an axis (not supported)");
+  return {pads[0], pads[1]};
+}
+
+// One value for both spatial axes of a per-axis attribute, which must be at least 1.
+int64_t square_attr(OnnxNode& node, const std::string& name) {
+  std::vector<int64_t> v = node.ints_attr(name);
+  if (v.empty()) return 1;
+  if (v.size() != 2) node.fail("'" + name + "' must have 2 values for a 2-D window");
+  for (int64_t e : v)
+    if (e < 1) node.fail("'" + name + "' must be >= 1");
+  if (v[0] != v[1]) node.fail("'" + name + "' differs between the axes (not supported)");
+  return v[0];
+}
+
+void onnx_conv(OnnxNode& node) {
+  int x = node.input(0), w = node.input(1);
+  Shape xs = node.shape(x), ws = node.shape(w);
+  if (xs.size() != 4 || ws.size() != 4) node.fail("only 2-D convolutions (NCHW input)");
+  if (!node.known(w)) node.fail("weights computed at run time (not supported)");
+  int64_t stride = square_attr(node, "strides"), dilation = square_attr(node, "dilations");
+  int64_t group = node.int_attr("group", 1);
+  if (group < 1 || xs[1] % group)
+    node.fail("group " + std::to_string(group) + " does not divide the channels");
+  auto [pad, pad_w] = onnx_pads(node, xs, {ws[2], ws[3]}, stride, dilation);
+  std::vector<int> inputs = {x, w};
+  if (node.has_input(2)) inputs.push_back(node.input(2));
+  IntAttrs attrs = {
+      {"stride", {stride}}, {"pad", {pad}}, {"dilation", {dilation}}, {"groups", {group}}};
+  if (pad_w != pad) attrs["pad_w"] = {pad_w};
+  node.set_output(0, node.emit(OpKind::Conv2d, inputs, attrs));
+}
+
+}  // namespace
+
+void register_conv_family(OpRegistry& r) {
+  OpDef conv;
+  conv.kind = OpKind::Conv2d;
+  conv.min_inputs = 2, conv.max_inputs = 3;
+  conv.infer = infer_conv;
+  conv.reference = reference_conv;
+  conv.task = conv_task;
+  r.ops.push_back(conv);
+
+  std::vector<ParamSchema> image = {{"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}};
+  std::vector<ParamSchema> window = {
+      {"r", ""},         {"s", ""},
+      {"stride", "1"},   {"pad", "0", {}, ParamSchema::Kind::Int, false, true},
+      {"dilation", "1"}, {"pad_w", "", {}, ParamSchema::Kind::Int, true, true, "pad"}};
+  std::vector<ParamSchema> conv_params = image;
+  conv_params.push_back({"k", ""});
+  conv_params.insert(conv_params.end(), window.begin(), window.end() - 1);
+  conv_params.push_back({"groups", "1"});
+  conv_params.push_back(window.back());
+  std::vector<ParamSchema> dw_params = image;
+  dw_params.insert(dw_params.end(), window.begin(), window.end());
+  r.tasks.push_back({TaskKind::Conv2d,
+                     conv_params,
+                     4,
+                     1,
+                     validate_conv,
+                     build_conv,
+                     conv_corpus,
+                     {"conv2d:n=1,c=6,h=10,w=9,k=8,r=3,s=3,stride=1,pad=1+bias+relu",
+                      "conv2d:n=2,c=4,h=9,w=9,k=6,r=3,s=3,stride=2,pad=1,dilation=2,groups=2+add",
+                      "conv2d:n=1,c=4,h=9,w=11,k=8,r=1,s=5,pad=0,pad_w=2+bias"}});
+  r.tasks.push_back({TaskKind::Dwconv2d,
+                     dw_params,
+                     4,
+                     1,
+                     nullptr,
+                     build_dwconv,
+                     dwconv_corpus,
+                     {"dwconv2d:n=1,c=8,h=10,w=10,r=3,s=3,stride=2,pad=1+bias+relu6"}});
+
+  r.onnx.push_back({"Conv", onnx_conv});
+}
+
+}  // namespace tlm

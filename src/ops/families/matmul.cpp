@@ -1,0 +1,295 @@
+// The matrix-product family.
+//   graph ops: dense (x [..., K] times a constant w [K, N], optional bias [N]), matmul
+//              (two activations, numpy semantics: batch dims broadcast)
+//   tasks:     matmul [m,k]x[k,n], dense (the same with weight names), batch_matmul
+//              [b,m,k]x[b,k,n]; each C = sum_k A * B with the epilogue fused
+//   ONNX:      Gemm (transA, transB, alpha, beta), MatMul, Einsum as a batched matmul
+#include <algorithm>
+
+#include "ops/family.h"
+#include "ops/pipeline_builder.h"
+#include "util/error.h"
+
+namespace tlm {
+namespace {
+
+using Halide::Expr;
+using Halide::Func;
+using Halide::ImageParam;
+using Halide::RDom;
+
+std::string kv(const std::string& key, int64_t value) {
+  return key + "=" + std::to_string(value);
+}
+
+// ---- graph ops ----
+
+Shape infer_dense(const OpCall& c) {
+  Shape x = c.inputs[0];
+  const Shape& w = c.inputs[1];
+  if (x.empty() || w.size() != 2 || x.back() != w[0])
+    c.fail("input " + shape_text(x) + " does not match weight " + shape_text(w));
+  if (c.inputs.size() > 2 && c.inputs[2] != Shape{w[1]}) c.fail("bias is not [N]");
+  x.back() = w[1];
+  return x;
+}
+
+// numpy matmul of operands of rank >= 2: [..., m, k] x [..., k, n], batch dims broadcast.
+Shape infer_matmul(const OpCall& c) {
+  const Shape &a = c.inputs[0], &b = c.inputs[1];
+  if (a.size() < 2 || b.size() < 2 || a[a.size() - 1] != b[b.size() - 2])
+    c.fail(shape_text(a) + " x " + shape_text(b) + " is not [..., M, K] x [..., K, N]");
+  Shape batch = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2));
+  batch.push_back(a[a.size() - 2]);
+  batch.push_back(b.back());
+  return batch;
+}
+
+// The product of `a` [..., m, k] and `b` [..., k, n] into `out`, batches broadcast.
+void matmul_values(const TensorValue& a, const TensorValue& b, const Shape& out_shape,
+                   std::vector<double>& out) {
+  int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back(), n = b.shape.back();
+  Shape batch(out_shape.begin(), out_shape.end() - 2);
+  Shape a_batch(a.shape.begin(), a.shape.end() - 2), b_batch(b.shape.begin(), b.shape.end() - 2);
+  out.assign(size_t(element_count(out_shape)), 0.0);
+  for_each_broadcast(a_batch, b_batch, batch, [&](int64_t o, int64_t ia, int64_t ib) {
+    const double* pa = a.data.data() + ia * m * k;
+    const double* pb = b.data.data() + ib * k * n;
+    double* po = out.data() + o * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t r = 0; r < k; ++r)
+        for (int64_t j = 0; j < n; ++j) po[i * n + j] += pa[i * k + r] * pb[r * n + j];
+  });
+}
+
+TensorValue reference_dense(const OpCall& c, const std::vector<const TensorValue*>& in) {
+  TensorValue out{DType::F32, infer_dense(c), {}};
+  matmul_values(*in[0], *in[1], out.shape, out.data);
+  if (in.size() > 2) {
+    size_t n = size_t(in[1]->shape[1]);
+    for (size_t i = 0; i < out.data.size(); ++i) out.data[i] += in[2]->data[i % n];
+  }
+  return out;
+}
+
+TensorValue reference_matmul(const OpCall& c, const std::vector<const TensorValue*>& in) {
+  TensorValue out{DType::F32, infer_matmul(c), {}};
+  matmul_values(*in[0], *in[1], out.shape, out.data);
+  return out;
+}
+
+AnchorTask dense_task(const OpCall& c) {
+  const Shape &x = c.inputs[0], &w = c.inputs[1];
+  int64_t rows = element_count(x) / x.back();
+  return {"dense:" + kv("m", rows) + "," + kv("n", w[1]) + "," + kv("k", w[0]),
+          {0, 1},
+          2,
+          {rows, w[1]}};
+}
+
+// Equal batch dims: a batched product; a right-hand side without batch dims: one matrix
+// product over all rows of the left. Other broadcasts have no task yet.
+AnchorTask matmul_task(const OpCall& c) {
+  const Shape &a = c.inputs[0], &b = c.inputs[1];
+  int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+  Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
+  if (element_count(b_batch) == 1)
+    return {"matmul:" + kv("m", element_count(a_batch) * m) + "," + kv("n", n) + "," + kv("k", k),
+            {0, 1},
+            -1,
+            {element_count(a_batch) * m, n}};
+  Shape batch = broadcast_shapes(a_batch, b_batch);
+  if (element_count(a_batch) != element_count(batch) ||
+      element_count(b_batch) != element_count(batch))
+    c.fail(shape_text(a) + " x " + shape_text(b) + ": a broadcast left operand has no task yet");
+  return {"batch_matmul:" + kv("b", element_count(batch)) + "," + kv("m", m) + "," + kv("n", n) +
+              "," + kv("k", k),
+          {0, 1},
+          -1,
+          {element_count(batch), m, n}};
+}
+
+// ---- tasks: C[b, m, n] = sum_k A[b, m, k] * B[b, k, n] ----
+
+void build_product(PipelineBuilder& b, bool batched) {
+  const TaskSpec& t = b.task();
+  int64_t batch = batched ? t.get("b") : 1, m = t.get("m"), n = t.get("n"), k = t.get("k");
+  std::vector<int64_t> a_shape = {m, k}, b_shape = {k, n}, c_shape = {m, n};
+  if (batched) {
+    a_shape.insert(a_shape.begin(), batch);
+    b_shape.insert(b_shape.begin(), batch);
+    c_shape.insert(c_shape.begin(), batch);
+  }
+  bool dense = t.kind == TaskKind::Dense;
+  ImageParam A = b.input(dense ? "X" : "A", a_shape), B = b.input(dense ? "W" : "B", b_shape);
+  auto vars = make_vars(batched ? std::vector<std::string>{"j", "i", "bt"}
+                                : std::vector<std::string>{"j", "i"});
+  RDom r(0, static_cast<int>(k), "rk");
+  std::vector<Expr> a_args = {r.x, vars[1]}, b_args = {vars[0], r.x}, acc_args;
+  if (batched) a_args.push_back(vars[2]), b_args.push_back(vars[2]);
+  for (auto& v : vars) acc_args.push_back(v);
+  Func acc("acc");
+  acc(vars) = 0.0f;
+  acc(acc_args) += A(a_args) * B(b_args);
+  b.add_stage(StageKind::Anchor, acc, vars, reversed(c_shape), identity_dims(vars.size()), r, {k});
+  b.add_output(acc(acc_args), vars, c_shape);
+  b.finish(2.0 * batch * m * n * k, k);
+}
+
+void build_matmul(PipelineBuilder& b) {
+  build_product(b, false);
+}
+void build_batch_matmul(PipelineBuilder& b) {
+  build_product(b, true);
+}
+
+std::string format3(const char* op, int64_t m, int64_t n, int64_t k) {
+  return std::string(op) + ":" + kv("m", m) + "," + kv("n", n) + "," + kv("k", k);
+}
+
+std::vector<std::string> matmul_corpus() {
+  std::vector<std::string> tasks;
+  const std::vector<int> sizes = {64, 128, 256, 512, 768, 1024};
+  for (int m : sizes)
+    for (int n : sizes)
+      for (int k : {64, 256, 768, 1024}) tasks.push_back(format3("matmul", m, n, k));
+  return tasks;
+}
+
+std::vector<std::string> dense_corpus() {
+  std::vector<std::string> tasks;
+  for (int m : {1, 16, 64, 128, 256})
+    for (int n : {256, 768, 1024, 3072, 4096})
+      for (int k : {256, 768, 1024, 3072})
+        for (const char* e : {"", "+bias", "+bias+gelu", "+bias+relu"})
+          tasks.push_back(format3("dense", m, n, k) + e);
+  return tasks;
+}
+
+std::vector<std::string> batch_matmul_corpus() {
+  std::vector<std::string> tasks;
+  for (int b : {4, 12, 16})
+    for (int mn : {64, 128, 256})
+      for (int k : {32, 64, 128})
+        tasks.push_back("batch_matmul:" + kv("b", b) + "," + kv("m", mn) + "," + kv("n", mn) + "," +
+                        kv("k", k));
+  return tasks;
+}
+
+// ---- ONNX ----
+
+// Gemm: Y = alpha * A' B' + beta * C. A constant B' becomes a dense layer's weight with
+// alpha folded in, a C along the columns its bias; anything else is spelled out.
+void onnx_gemm(OnnxNode& node) {
+  int a = node.input(0), b = node.input(1);
+  if (node.shape(a).size() != 2 || node.shape(b).size() != 2) node.fail("A and B must be 2-D");
+  auto transposed = [&](int v) { return node.emit(OpKind::Transpose, {v}, {{"perm", {1, 0}}}); };
+  if (node.int_attr("transA", 0)) a = transposed(a);
+  if (node.int_attr("transB", 0)) b = transposed(b);
+  double alpha = node.float_attr("alpha", 1.0), beta = node.float_attr("beta", 1.0);
+  auto scalar = [&](double v) { return node.constant({DType::F32, {1}, {v}}); };
+  int y;
+  if (node.known(b)) {
+    if (alpha != 1.0) b = node.emit(OpKind::Mul, {b, scalar(alpha)});
+    y = node.emit(OpKind::Dense, {a, b});
+  } else {
+    y = node.emit(OpKind::MatMul, {a, b});
+    if (alpha != 1.0) y = node.emit(OpKind::Mul, {y, scalar(alpha)});
+  }
+  if (node.has_input(2)) {  // a C along the columns fuses as the dense layer's bias
+    int c = node.input(2);
+    if (beta != 1.0) c = node.emit(OpKind::Mul, {c, scalar(beta)});
+    y = node.emit(OpKind::Add, {y, c});
+  }
+  node.set_output(0, y);
+}
+
+void onnx_matmul(OnnxNode& node) {
+  int a = node.input(0), b = node.input(1);
+  const Shape &as = node.shape(a), &bs = node.shape(b);
+  if (as.size() < 2 || bs.size() < 2) node.fail("operands of rank 1 (not supported)");
+  if (node.known(b) && bs.size() == 2 && !node.known(a))
+    return node.set_output(0, node.emit(OpKind::Dense, {a, b}));
+  node.set_output(0, node.emit(OpKind::MatMul, {a, b}));
+}
+
+// Einsum: the equations that are a (batched) matrix product, possibly with one operand
+// transposed, e.g. "bhid,bhjd->bhij" (attention scores) or "bij,bjk->bik".
+void onnx_einsum(OnnxNode& node) {
+  std::string eq = node.string_attr("equation", "");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  size_t comma = eq.find(','), arrow = eq.find("->");
+  if (node.input_count() != 2 || comma == std::string::npos || arrow == std::string::npos)
+    node.fail("equation '" + eq + "' is not a product of two operands");
+  std::string x = eq.substr(0, comma), y = eq.substr(comma + 1, arrow - comma - 1),
+              z = eq.substr(arrow + 2);
+  size_t rank = z.size();
+  if (x.size() != rank || y.size() != rank || rank < 2 ||
+      x.substr(0, rank - 2) != z.substr(0, rank - 2) ||
+      y.substr(0, rank - 2) != z.substr(0, rank - 2))
+    node.fail("equation '" + eq + "' is not a batched matrix product");
+  char i = z[rank - 2], j = z[rank - 1];
+  std::string xm = x.substr(rank - 2), ym = y.substr(rank - 2);
+  char k = xm[0] == i ? xm[1] : xm[0];
+  auto oriented = [&](int v, const std::string& have, char first, char second) {
+    if (have == std::string{first, second}) return v;
+    if (have != std::string{second, first}) node.fail("equation '" + eq + "' is not supported");
+    std::vector<int64_t> perm;
+    for (size_t d = 0; d < rank; ++d) perm.push_back(int64_t(d));
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    return node.emit(OpKind::Transpose, {v}, {{"perm", perm}});
+  };
+  int a = oriented(node.input(0), xm, i, k), b = oriented(node.input(1), ym, k, j);
+  node.set_output(0, node.emit(OpKind::MatMul, {a, b}));
+}
+
+}  // namespace
+
+void register_matmul_family(OpRegistry& r) {
+  OpDef dense;
+  dense.kind = OpKind::Dense;
+  dense.min_inputs = 2, dense.max_inputs = 3;
+  dense.infer = infer_dense;
+  dense.reference = reference_dense;
+  dense.task = dense_task;
+  r.ops.push_back(dense);
+  OpDef matmul = dense;
+  matmul.kind = OpKind::MatMul;
+  matmul.max_inputs = 2;
+  matmul.infer = infer_matmul;
+  matmul.reference = reference_matmul;
+  matmul.task = matmul_task;
+  r.ops.push_back(matmul);
+
+  std::vector<ParamSchema> mnk = {{"m", ""}, {"n", ""}, {"k", ""}};
+  r.tasks.push_back({TaskKind::Matmul,
+                     mnk,
+                     2,
+                     1,
+                     nullptr,
+                     build_matmul,
+                     matmul_corpus,
+                     {"matmul:m=24,n=36,k=20"}});
+  r.tasks.push_back({TaskKind::Dense,
+                     mnk,
+                     2,
+                     1,
+                     nullptr,
+                     build_matmul,
+                     dense_corpus,
+                     {"dense:m=8,n=48,k=30+bias+gelu"}});
+  r.tasks.push_back({TaskKind::BatchMatmul,
+                     {{"b", ""}, {"m", ""}, {"n", ""}, {"k", ""}},
+                     3,
+                     2,
+                     nullptr,
+                     build_batch_matmul,
+                     batch_matmul_corpus,
+                     {"batch_matmul:b=3,m=12,n=16,k=10"}});
+
+  r.onnx.push_back({"Gemm", onnx_gemm});
+  r.onnx.push_back({"MatMul", onnx_matmul});
+  r.onnx.push_back({"Einsum", onnx_einsum});
+}
+
+}  // namespace tlm

@@ -1,0 +1,70 @@
+// PipelineBuilder: what a task kind's Halide algorithm (TaskDef::build) writes with. It
+// collects the task's inputs and stages in order and adds the output stage with the
+// task's epilogue applied, so an algorithm is only its own arithmetic.
+//
+// Tensors are row-major; Halide dimensions are innermost first, so a row-major [m, n]
+// tensor is the Halide buffer (n, m). No schedule is set here.
+#pragma once
+#include <Halide.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ops/task_pipeline.h"
+#include "ops/task_spec.h"
+
+namespace tlm {
+
+class PipelineBuilder {
+ public:
+  PipelineBuilder(const TaskSpec& task, int64_t weight_block)
+      : task_(task), weight_block_(weight_block) {}
+
+  const TaskSpec& task() const { return task_; }
+
+  // A float input of the task, with its fixed row-major shape.
+  Halide::ImageParam input(const std::string& name, const std::vector<int64_t>& shape);
+  // A weight input [K, rest...] that the space may pack in blocks of output channels;
+  // returns a Func reading it in the plain index order, whichever layout the buffer has.
+  Halide::Func packable_weight(const std::string& name, const std::vector<int64_t>& shape);
+
+  // Adds a stage. Its name (the Func's base name) must be one of known_stage_names().
+  void add_stage(StageKind kind, Halide::Func func, const std::vector<Halide::Var>& vars,
+                 const std::vector<int64_t>& extents, const std::vector<int>& output_dim,
+                 const Halide::RDom& rdom = Halide::RDom(),
+                 const std::vector<int64_t>& rextents = {}, bool feeds_next = false);
+
+  // Adds the output stage: `value` with the task's epilogue applied; `vars` innermost
+  // first, one per dim of `row_major_shape`.
+  void add_output(const Halide::Expr& value, const std::vector<Halide::Var>& vars,
+                  const std::vector<int64_t>& row_major_shape);
+
+  void finish(double flops, int64_t reduction_length);
+  TaskPipeline take() { return std::move(pipeline_); }
+
+ private:
+  Halide::Expr apply_epilogue(Halide::Expr value, const std::vector<Halide::Var>& vars,
+                              const std::vector<int64_t>& row_major_shape);
+
+  const TaskSpec& task_;
+  int64_t weight_block_;
+  TaskPipeline pipeline_;
+};
+
+// Helpers the algorithms share.
+std::vector<int64_t> reversed(std::vector<int64_t> v);
+std::vector<int> identity_dims(size_t n);
+std::vector<Halide::Var> make_vars(const std::vector<std::string>& names);
+
+// A convolution or pooling window read from a task's parameters (n, c, h, w, r, s,
+// stride, pad and, when the schema has them, pad_w and dilation), with its output size.
+struct Window {
+  int64_t n, c, h, w, r, s, stride, pad, pad_w, dilation, oh, ow;
+};
+Window read_window(const TaskSpec& t);
+// The input seen through its padding: a Producer stage when pad > 0, the input otherwise.
+Halide::Func padded_input(PipelineBuilder& b, Halide::ImageParam X, const Window& win,
+                          Halide::Expr fill);
+
+}  // namespace tlm

@@ -1,0 +1,67 @@
+#include "ops/task_pipeline.h"
+
+#include "ops/pipeline_builder.h"
+#include "ops/registry.h"
+#include "util/error.h"
+
+namespace tlm {
+
+TaskPipeline build_task_pipeline(const TaskSpec& task, int64_t weight_block) {
+  PipelineBuilder b(task, weight_block);
+  task_def(task.kind).build(b);
+  return b.take();
+}
+
+const std::vector<std::string>& known_stage_names() {
+  static const std::vector<std::string> names = {"out",    "acc",    "src",  "rowmax",
+                                                 "rowsum", "rowvar", "rowsq"};
+  return names;
+}
+
+TaskShape describe_task(const TaskSpec& task) {
+  return build_task_pipeline(task).shape;
+}
+
+std::vector<int64_t> packed_shape(const std::vector<int64_t>& shape, int64_t block) {
+  std::vector<int64_t> packed = shape;
+  packed[0] /= block;
+  packed.push_back(block);
+  return packed;
+}
+
+std::vector<float> pack_channel_blocks(const std::vector<float>& data,
+                                       const std::vector<int64_t>& shape, int64_t block) {
+  int64_t rest = static_cast<int64_t>(data.size()) / shape[0];
+  std::vector<float> packed(data.size());
+  for (int64_t k = 0; k < shape[0]; ++k)
+    for (int64_t i = 0; i < rest; ++i)
+      packed[((k / block) * rest + i) * block + k % block] = data[k * rest + i];
+  return packed;
+}
+
+void schedule_reference(TaskPipeline& pipeline) {
+  for (auto& stage : pipeline.stages) {
+    stage.func.compute_root();
+    if (!stage.has_update || stage.vars.empty()) continue;
+    // Pure loops inside the reduction: the same summation order per element, but a
+    // streaming access pattern, so references of large tasks take seconds, not minutes.
+    std::vector<Halide::VarOrRVar> order;
+    for (auto& v : stage.vars) order.emplace_back(v);
+    for (int i = 0; i < stage.rdom.dimensions(); ++i) order.emplace_back(stage.rdom[i]);
+    stage.func.update().reorder(order);
+  }
+}
+
+void set_estimates(TaskPipeline& pipeline) {
+  auto region_of = [](const std::vector<int64_t>& row_major) {
+    Halide::Region region;
+    for (auto e = row_major.rbegin(); e != row_major.rend(); ++e)
+      region.emplace_back(0, static_cast<int>(*e));
+    return region;
+  };
+  for (size_t i = 0; i < pipeline.inputs.size(); ++i)
+    pipeline.inputs[i].set_estimates(region_of(pipeline.shape.inputs[i].shape));
+  pipeline.output().set_estimates(region_of(pipeline.shape.output_shape));
+}
+
+}  // namespace tlm
