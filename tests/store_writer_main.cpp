@@ -20,7 +20,7 @@ std::vector<tlm::Record> make_batch(int64_t batch) {
     r.task_spec = "matmul 128 128 128";
     r.decisions = {static_cast<int64_t>(getpid()), batch, i};  // unique across runs
     r.method = "random";
-    r.status = "ok";
+    r.status = tlm::Status::Ok;
     r.min_ms = 1.0 + i;
     r.median_ms = 2.0 + i;
     r.runs = 3;

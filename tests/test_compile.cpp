@@ -8,6 +8,8 @@
 #include <iterator>
 #include <random>
 
+#include "bench/bench_op.h"
+#include "compiler/compile.h"
 #include "graph/interpreter.h"
 #include "graph/partition.h"
 #include "graph/rewrites.h"
@@ -16,8 +18,6 @@
 #include "runtime/run_report.h"
 #include "runtime/runtime.h"
 #include "space/schedule_space.h"
-#include "tune/bench.h"
-#include "tune/compile.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -41,7 +41,7 @@ void store_random_schedules(const Graph& graph, RecordStore& store, const std::s
       d[0] = space.legal_values(0, d).back();
       d = space.repair(d, 1, rng);
     }
-    store.add({{hardware, task.key(), use.spec, d, "test", "ok", 1, 1, 1, "", "", 0}});
+    store.add({{hardware, task.key(), use.spec, d, "test", Status::Ok, 1, 1, 1, "", "", 0}});
   }
 }
 
@@ -52,7 +52,7 @@ void expect_compiled_matches_interpreter(const std::string& name, const ZooOptio
   std::string dir = fresh_dir(name + strategy);
   CompileOptions options;
   options.out_dir = dir;
-  options.strategy = strategy;
+  options.strategy = strategy_named(strategy);
   options.hardware = "test-hardware";
   options.progress = false;
   std::unique_ptr<RecordStore> store;
@@ -148,7 +148,7 @@ TEST(Compile, ResNet50ArenaIsFarBelowTheSumOfActivations) {
   std::string dir = fresh_dir("arena");
   CompileOptions options;
   options.out_dir = dir;
-  options.strategy = "reference";
+  options.strategy = Strategy::Reference;
   options.hardware = "test-hardware";
   options.progress = false;
   Plan plan = compile_model(graph, draw_weights(graph), options, nullptr, nullptr);
@@ -161,7 +161,7 @@ std::string read_text(const std::string& path) {
 }
 
 BenchEntry entry(const std::string& method, double ms, bool ours) {
-  BenchEntry e{method, {"ok", {ms, ms, 1}, 0, 0, ""}, 0, {}};
+  BenchEntry e{method, {Status::Ok, {ms, ms, 1}, 0, 0, ""}, "", 0, {}};
   if (ours) e.decisions = {1};
   return e;
 }
@@ -174,7 +174,7 @@ TEST(BenchSummary, GeomeanSpeedupsAgainstTheFastestPeerAndEachOther) {
   EXPECT_NEAR(geomean_speedup(rows, "evo", "peer", &tasks), std::sqrt(2.0 * 0.25), 1e-12);
   EXPECT_EQ(tasks, 2);
   EXPECT_NEAR(geomean_speedup(rows, "evo", "onednn", nullptr), 1.0, 1e-12);
-  rows[1].entries[1].result.status = "crash";  // left out of the pair's geomean
+  rows[1].entries[1].result.status = Status::Crash;  // left out of the pair's geomean
   EXPECT_NEAR(geomean_speedup(rows, "evo", "onednn", &tasks), 2.0, 1e-12);
   EXPECT_EQ(tasks, 1);
   EXPECT_NE(format_geomean_table(rows).find("evo"), std::string::npos);
@@ -209,7 +209,7 @@ TEST(Compile, BrokenArtifactsAreErrors) {
   small.image = 32;
   CompileOptions options;
   options.out_dir = fresh_dir("broken");
-  options.strategy = "reference";
+  options.strategy = Strategy::Reference;
   options.progress = false;
   Graph graph = build_zoo_model("mobilenetv2", small);
   compile_model(graph, draw_weights(graph), options, nullptr, nullptr);

@@ -8,6 +8,7 @@
 
 #include "graph/interpreter.h"
 #include "graph/partition.h"
+#include "graph/patterns.h"
 #include "graph/rewrites.h"
 #include "graph/zoo.h"
 #include "util/error.h"
@@ -181,6 +182,109 @@ TEST(Rewrites, FoldingBatchNormKeepsTheOutput) {
   for (float v : before) scale = std::max(scale, double(std::fabs(v)));
   ASSERT_GT(scale, 0);
   for (size_t i = 0; i < before.size(); ++i) EXPECT_NEAR(before[i], after[i], 1e-4 * scale);
+}
+
+// Checks that `rewrite` turns `g` into a graph with one `expected` node where the pattern
+// was (and nothing of the pattern left), computing what `g` computes.
+void expect_pattern_rewritten(const Graph& g, const Weights& w, OpKind expected,
+                              WeightedGraph (*rewrite)(const Graph&, const Weights&)) {
+  WeightedGraph r = rewrite(g, w);
+  int found = 0;
+  for (const auto& n : r.graph.nodes()) found += n.op == expected;
+  EXPECT_EQ(found, 1) << op_name(expected);
+  EXPECT_LT(r.graph.nodes().size(), g.nodes().size());
+  auto input = random_values(element_count(g.shape(g.inputs()[0])), 21);
+  auto before = interpret(g, w, {input})[g.outputs()[0]];
+  auto after = interpret(r.graph, r.weights, {input})[r.graph.outputs()[0]];
+  ASSERT_EQ(before.size(), after.size());
+  for (size_t i = 0; i < before.size(); ++i)
+    EXPECT_NEAR(before[i], after[i], 1e-5) << op_name(expected);
+}
+
+// A graph builder for patterns: x [4, 6] and scalar constants.
+struct PatternGraph {
+  Graph g{"pattern"};
+  Weights w;
+  int x = g.input("x", {4, 6});
+  int scalar(float v) {
+    int t = g.constant("c" + std::to_string(w.size()), {1});
+    w[t] = {v};
+    return t;
+  }
+  int op(OpKind k, std::vector<int> in) { return g.add(k, in); }
+};
+
+TEST(Patterns, UnaryFunctionsAreFoundHoweverWritten) {
+  {  // SiLU: x * sigmoid(x), operands either way round
+    PatternGraph p;
+    p.g.mark_output(p.op(OpKind::Mul, {p.op(OpKind::Sigmoid, {p.x}), p.x}));
+    expect_pattern_rewritten(p.g, p.w, OpKind::Silu, rewrite_unary_functions);
+  }
+  {  // GELU as PyTorch exports it: (x * (erf(x / sqrt 2) + 1)) * 0.5
+    PatternGraph p;
+    int e = p.op(OpKind::Erf, {p.op(OpKind::Div, {p.x, p.scalar(1.4142135381698608f)})});
+    int y = p.op(OpKind::Mul, {p.x, p.op(OpKind::Add, {e, p.scalar(1)})});
+    p.g.mark_output(p.op(OpKind::Mul, {y, p.scalar(0.5f)}));
+    expect_pattern_rewritten(p.g, p.w, OpKind::GeluErf, rewrite_unary_functions);
+  }
+  {  // GELU as BERT writes it: x * 0.5 * (1 + erf(x * (1 / sqrt 2)))
+    PatternGraph p;
+    int half = p.op(OpKind::Mul, {p.x, p.scalar(0.5f)});
+    int e = p.op(OpKind::Erf, {p.op(OpKind::Mul, {p.x, p.scalar(0.70710678f)})});
+    p.g.mark_output(p.op(OpKind::Mul, {half, p.op(OpKind::Add, {p.scalar(1), e})}));
+    expect_pattern_rewritten(p.g, p.w, OpKind::GeluErf, rewrite_unary_functions);
+  }
+  {  // GELU's tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    PatternGraph p;
+    int cube = p.op(OpKind::Mul, {p.op(OpKind::Mul, {p.x, p.x}), p.x});
+    int inner = p.op(OpKind::Add, {p.x, p.op(OpKind::Mul, {cube, p.scalar(0.044715f)})});
+    int t = p.op(OpKind::Tanh, {p.op(OpKind::Mul, {inner, p.scalar(0.7978845608f)})});
+    int y = p.op(OpKind::Mul,
+                 {p.op(OpKind::Mul, {p.x, p.scalar(0.5f)}), p.op(OpKind::Add, {t, p.scalar(1)})});
+    p.g.mark_output(y);
+    expect_pattern_rewritten(p.g, p.w, OpKind::Gelu, rewrite_unary_functions);
+  }
+  {  // HardSwish: x * hardsigmoid(x), hardsigmoid as min(max(x / 6 + 0.5, 0), 1)
+    PatternGraph p;
+    int hs = p.op(OpKind::Add, {p.op(OpKind::Div, {p.x, p.scalar(6)}), p.scalar(0.5f)});
+    hs = p.op(OpKind::Min, {p.op(OpKind::Max, {hs, p.scalar(0)}), p.scalar(1)});
+    p.g.mark_output(p.op(OpKind::Mul, {p.x, hs}));
+    expect_pattern_rewritten(p.g, p.w, OpKind::HardSwish, rewrite_unary_functions);
+  }
+  {  // not a known function: x * x stays as it is
+    PatternGraph p;
+    p.g.mark_output(p.op(OpKind::Exp, {p.op(OpKind::Mul, {p.x, p.x})}));
+    EXPECT_EQ(rewrite_unary_functions(p.g, p.w).graph.nodes().size(), 2u);
+  }
+}
+
+TEST(Patterns, NormsWrittenOutBecomeNormOperators) {
+  {  // layer norm as PyTorch exports it before opset 17, with gain and shift
+    PatternGraph p;
+    IntAttrs last = {{"axes", {-1}}, {"keepdims", {1}}};
+    int mean = p.g.add(OpKind::ReduceMean, {p.x}, last);
+    int d = p.op(OpKind::Sub, {p.x, mean});
+    int var = p.g.add(OpKind::ReduceMean, {p.op(OpKind::Mul, {d, d})}, last);
+    int s = p.op(OpKind::Sqrt, {p.op(OpKind::Add, {var, p.scalar(1e-6f)})});
+    int gain = p.g.constant("gain", {6}), shift = p.g.constant("shift", {6});
+    p.w[gain] = random_values(6, 1), p.w[shift] = random_values(6, 2);
+    int y = p.op(OpKind::Add, {p.op(OpKind::Mul, {p.op(OpKind::Div, {d, s}), gain}), shift});
+    p.g.mark_output(p.op(OpKind::Relu, {y}));
+    expect_pattern_rewritten(p.g, p.w, OpKind::LayerNorm, rewrite_norms);
+    EXPECT_EQ(rewrite_norms(p.g, p.w).graph.nodes().size(), 2u);  // layernorm, relu
+  }
+  {  // RMS norm as LLaMA writes it: x * rsqrt(mean(x^2) + eps) * w
+    PatternGraph p;
+    IntAttrs last = {{"axes", {1}}, {"keepdims", {1}}};
+    int ms = p.g.add(OpKind::ReduceMean, {p.op(OpKind::Mul, {p.x, p.x})}, last);
+    int r =
+        p.op(OpKind::Reciprocal, {p.op(OpKind::Sqrt, {p.op(OpKind::Add, {ms, p.scalar(1e-5f)})})});
+    int gain = p.g.constant("gain", {6});
+    p.w[gain] = random_values(6, 3);
+    p.g.mark_output(p.op(OpKind::Mul, {gain, p.op(OpKind::Mul, {p.x, r})}));
+    expect_pattern_rewritten(p.g, p.w, OpKind::RmsNorm, rewrite_norms);
+    EXPECT_EQ(rewrite_norms(p.g, p.w).graph.nodes().size(), 1u);
+  }
 }
 
 }  // namespace

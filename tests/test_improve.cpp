@@ -2,7 +2,7 @@
 // slower on a family of the user's own tasks is not promoted.
 #include <gtest/gtest.h>
 
-#include "tune/improve.h"
+#include "train/improve.h"
 
 namespace tlm {
 namespace {

@@ -39,15 +39,15 @@ TEST(Measurer, FaultsAreRecordedAndTheRunGoesOn) {
   TaskSpec task = parse_task_spec("matmul:m=32,n=32,k=32+relu");
   auto [good, broken] = good_and_broken(task);
   Measurer measurer(test_options());
-  auto results = measurer.measure_each(task, {{"fault:crash", {}},
-                                              {"space", good},
-                                              {"fault:hang", {}},
-                                              {"fault:wrong", {}},
-                                              {"fault:oom", {}},
-                                              {"space", broken},
-                                              {"reference", {}}});
+  auto results = measurer.measure_each(task, {{KernelMethod::FaultCrash, {}},
+                                              {KernelMethod::Space, good},
+                                              {KernelMethod::FaultHang, {}},
+                                              {KernelMethod::FaultWrong, {}},
+                                              {KernelMethod::FaultOom, {}},
+                                              {KernelMethod::Space, broken},
+                                              {KernelMethod::Reference, {}}});
   std::vector<std::string> statuses;
-  for (auto& r : results) statuses.push_back(r.status);
+  for (auto& r : results) statuses.push_back(status_name(r.status));
   EXPECT_EQ(statuses, (std::vector<std::string>{"crash", "ok", "timeout", "wrong-result", "oom",
                                                 "build-error", "ok"}));
   EXPECT_GT(results[1].timing.runs, 0);
@@ -61,8 +61,9 @@ TEST(Measurer, FaultsAreRecordedAndTheRunGoesOn) {
 TEST(Measurer, TwoPhaseTrialsRecordFaultsAndGoOn) {
   TaskSpec task = parse_task_spec("matmul:m=32,n=32,k=32+relu");
   auto [good, broken] = good_and_broken(task);
-  std::vector<Candidate> candidates = {{"fault:crash", {}}, {"space", good},   {"fault:hang", {}},
-                                       {"fault:wrong", {}}, {"space", broken}, {"reference", {}}};
+  std::vector<Candidate> candidates = {
+      {KernelMethod::FaultCrash, {}}, {KernelMethod::Space, good},   {KernelMethod::FaultHang, {}},
+      {KernelMethod::FaultWrong, {}}, {KernelMethod::Space, broken}, {KernelMethod::Reference, {}}};
   Measurer first(test_options()), second(test_options());
   TimingOptions timing = test_options().timing;
   std::vector<std::string> statuses;
@@ -71,8 +72,8 @@ TEST(Measurer, TwoPhaseTrialsRecordFaultsAndGoOn) {
     second.begin(task, candidates[i + 1], timing);
     first.wait_built();
     second.wait_built();
-    statuses.push_back(first.finish().status);
-    statuses.push_back(second.finish().status);
+    statuses.push_back(status_name(first.finish().status));
+    statuses.push_back(status_name(second.finish().status));
   }
   EXPECT_EQ(statuses, (std::vector<std::string>{"crash", "ok", "timeout", "wrong-result",
                                                 "build-error", "ok"}));
@@ -85,30 +86,31 @@ TEST(Measurer, CutoffStopsSlowCandidatesEarly) {
   Measurer measurer(test_options());
   TimingOptions quick = {0, 3, 5, 0.01, 1e-6};
   auto start = std::chrono::steady_clock::now();
-  auto results = measurer.measure_each(task, {{"fault:hang", {}}, {"reference", {}}}, &quick);
+  auto results = measurer.measure_each(
+      task, {{KernelMethod::FaultHang, {}}, {KernelMethod::Reference, {}}}, &quick);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(results[0].status, "timeout");
+  EXPECT_EQ(results[0].status, Status::Timeout);
   EXPECT_LT(seconds, 0.5 * test_options().timeout_seconds);
-  EXPECT_EQ(results[1].status, "ok");
+  EXPECT_EQ(results[1].status, Status::Ok);
   EXPECT_EQ(results[1].timing.runs, 1);
   EXPECT_NE(results[1].detail.find("cut off"), std::string::npos) << results[1].detail;
   quick.cutoff_ms = 0;
-  EXPECT_GE(measurer.measure_each(task, {{"reference", {}}}, &quick)[0].timing.runs, 3);
+  EXPECT_GE(measurer.measure_each(task, {{KernelMethod::Reference, {}}}, &quick)[0].timing.runs, 3);
 }
 
 TEST(Measurer, InterleavedBenchSkipsFailedCandidates) {
   TaskSpec task = parse_task_spec("dense:m=16,n=64,k=32+bias+gelu");
   Measurer measurer(test_options());
-  auto results = measurer.measure_interleaved(task, {{"reference", {}},
-                                                     {"fault:crash", {}},
-                                                     {"onednn", {}},
-                                                     {"adams2019", {}},
-                                                     {"openblas", {}}});
-  EXPECT_EQ(results[0].status, "ok");
-  EXPECT_EQ(results[1].status, "crash");
-  EXPECT_EQ(results[2].status, "ok") << results[2].detail;
-  EXPECT_EQ(results[3].status, "ok") << results[3].detail;
-  EXPECT_EQ(results[4].status, "ok") << results[4].detail;
+  auto results = measurer.measure_interleaved(task, {{KernelMethod::Reference, {}},
+                                                     {KernelMethod::FaultCrash, {}},
+                                                     {KernelMethod::OneDnn, {}},
+                                                     {KernelMethod::Adams2019, {}},
+                                                     {KernelMethod::OpenBlas, {}}});
+  EXPECT_EQ(results[0].status, Status::Ok);
+  EXPECT_EQ(results[1].status, Status::Crash);
+  EXPECT_EQ(results[2].status, Status::Ok) << results[2].detail;
+  EXPECT_EQ(results[3].status, Status::Ok) << results[3].detail;
+  EXPECT_EQ(results[4].status, Status::Ok) << results[4].detail;
   for (int i : {0, 2, 3, 4}) EXPECT_GE(results[i].timing.runs, 2);
 }
 

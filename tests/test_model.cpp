@@ -275,11 +275,11 @@ std::vector<std::vector<int64_t>> store_timed_schedules(RecordStore& store, cons
     if (std::find(schedules.begin(), schedules.end(), d) != schedules.end()) continue;
     schedules.push_back(d);
     double ms = 1.0 + 0.1 * double(schedules.size() - 1);
-    batch.push_back({hw.fingerprint(), parse_task_spec(spec).key(), spec, d, "random", "ok", ms, ms,
-                     5, "", "", 0});
+    batch.push_back({hw.fingerprint(), parse_task_spec(spec).key(), spec, d, "random", Status::Ok,
+                     ms, ms, 5, "", "", 0});
   }
   batch.push_back({hw.fingerprint(), parse_task_spec(spec).key(), spec, space.sample(rng), "random",
-                   "crash", 0, 0, 0, "", "", 0});
+                   Status::Crash, 0, 0, 0, "", "", 0});
   store.add(batch);
   return schedules;
 }
@@ -341,10 +341,10 @@ TEST(Dataset, SpeedClassesKeepEveryModelProposal) {
     auto d = space.sample(rng);
     if (std::find(timed.begin(), timed.end(), d) == timed.end()) proposed.push_back(d);
   }
-  store.add({{hw.fingerprint(), parse_task_spec(spec).key(), spec, proposed[0], "tlm", "ok", 1.05,
-              1.05, 5, "tlm-x", "", 0},
-             {hw.fingerprint(), parse_task_spec(spec).key(), spec, proposed[1], "tlm", "ok", 2.95,
-              2.95, 5, "tlm-x", "", 0}});
+  store.add({{hw.fingerprint(), parse_task_spec(spec).key(), spec, proposed[0], "tlm", Status::Ok,
+              1.05, 1.05, 5, "tlm-x", "", 0},
+             {hw.fingerprint(), parse_task_spec(spec).key(), spec, proposed[1], "tlm", Status::Ok,
+              2.95, 2.95, 5, "tlm-x", "", 0}});
   SpeedSelection selection{12};
   Dataset spread = measured_by_speed(store, hw, selection, {"softmax:rows=32,cols=64"});
   selection.model_proposals = true;

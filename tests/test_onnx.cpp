@@ -12,11 +12,11 @@
 #include <functional>
 #include <random>
 
+#include "compiler/compile.h"
 #include "graph/interpreter.h"
 #include "graph/model_source.h"
 #include "graph/onnx_import.h"
 #include "runtime/runtime.h"
-#include "tune/compile.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -391,7 +391,7 @@ void expect_torchvision_model_matches(const std::string& name) {
   std::string dir = ::testing::TempDir() + "tlm_onnx_" + name + std::to_string(getpid());
   CompileOptions options;
   options.out_dir = dir;
-  options.strategy = "mullapudi2016";
+  options.strategy = Strategy::Mullapudi2016;
   options.hardware = "test-hardware";
   options.progress = false;
   compile_model(model.graph, model.weights, options, nullptr, nullptr);

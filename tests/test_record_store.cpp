@@ -43,7 +43,7 @@ class RecordStoreTest : public ::testing::Test {
 };
 
 Record make_record(const std::string& task, const std::string& hw, std::vector<int64_t> decisions,
-                   const std::string& status, double median) {
+                   tlm::Status status, double median) {
   Record r;
   r.hardware = hw;
   r.task_key = task;
@@ -134,14 +134,14 @@ TEST_F(RecordStoreTest, RoundTripsEveryFieldExactly) {
   r.decisions = {0, -1, 42, std::numeric_limits<int64_t>::max(),
                  std::numeric_limits<int64_t>::min()};
   r.method = "evolutionary";
-  r.status = "ok";
+  r.status = tlm::Status::Ok;
   r.min_ms = 0.1;
   r.median_ms = 1.0 / 3.0;
   r.runs = 7;
   r.checkpoint = "ckpt-2024-01";
   r.detail = std::string("line one\nline two, with a nul: ") + '\0' + "end";
   r.created = 1712345678.123456789;
-  Record empty = make_record("empty", "hw", {}, "crash", 1e-300);
+  Record empty = make_record("empty", "hw", {}, tlm::Status::Crash, 1e-300);
   {
     RecordStore store(path());
     EXPECT_EQ(store.add({r, empty}), 2);
@@ -161,7 +161,7 @@ TEST_F(RecordStoreTest, ExportImportRoundTripsExactlyAndMergesIdempotently) {
   std::vector<Record> batch;
   for (int i = 0; i < 20; ++i)
     batch.push_back(
-        make_record(i % 2 ? "a" : "b", "hw", {i, -i, i * 1000003}, "ok", 1.0 / (i + 3)));
+        make_record(i % 2 ? "a" : "b", "hw", {i, -i, i * 1000003}, tlm::Status::Ok, 1.0 / (i + 3)));
   batch[3].detail = std::string("nul ") + '\0' + " and \"quotes\" \u00fcn\n";
   batch[4].created = 1712345678.123456789;
   std::string file = path("records.jsonl"), other = path("other.db");
@@ -188,7 +188,8 @@ TEST_F(RecordStoreTest, ExportImportRoundTripsExactlyAndMergesIdempotently) {
 TEST_F(RecordStoreTest, AddingTheSameBatchTwiceIsANoOp) {
   RecordStore store(path());
   std::vector<Record> batch;
-  for (int i = 0; i < 10; ++i) batch.push_back(make_record("t", "hw", {i, i + 1}, "ok", i + 1.0));
+  for (int i = 0; i < 10; ++i)
+    batch.push_back(make_record("t", "hw", {i, i + 1}, tlm::Status::Ok, i + 1.0));
   EXPECT_EQ(store.add(batch), 10);
   EXPECT_EQ(store.add(batch), 0);
   EXPECT_EQ(store.count(), 10);
@@ -203,21 +204,23 @@ TEST_F(RecordStoreTest, AddingTheSameBatchTwiceIsANoOp) {
 TEST_F(RecordStoreTest, MergesIdempotentlyAcrossConnections) {
   RecordStore a(path());
   RecordStore b(path());
-  std::vector<Record> batch = {make_record("t", "hw", {1}, "ok", 1),
-                               make_record("t", "hw", {2}, "ok", 2)};
+  std::vector<Record> batch = {make_record("t", "hw", {1}, tlm::Status::Ok, 1),
+                               make_record("t", "hw", {2}, tlm::Status::Ok, 2)};
   EXPECT_EQ(a.add(batch), 2);
   EXPECT_EQ(b.add(batch), 0);
-  EXPECT_EQ(b.add({make_record("t", "hw", {3}, "ok", 3)}), 1);
+  EXPECT_EQ(b.add({make_record("t", "hw", {3}, tlm::Status::Ok, 3)}), 1);
   EXPECT_EQ(a.count(), 3);
 }
 
 TEST_F(RecordStoreTest, BestReturnsFastestOkRecordsFirst) {
   RecordStore store(path());
-  store.add({make_record("t", "hw", {1}, "ok", 5.0), make_record("t", "hw", {2}, "timeout", 0.5),
-             make_record("t", "hw", {3}, "ok", 2.0),
-             make_record("t", "hw", {4}, "wrong-result", 1.0),
-             make_record("t", "hw", {5}, "ok", 3.0), make_record("t", "hw2", {6}, "ok", 0.1),
-             make_record("u", "hw", {7}, "ok", 0.2)});
+  store.add({make_record("t", "hw", {1}, tlm::Status::Ok, 5.0),
+             make_record("t", "hw", {2}, tlm::Status::Timeout, 0.5),
+             make_record("t", "hw", {3}, tlm::Status::Ok, 2.0),
+             make_record("t", "hw", {4}, tlm::Status::WrongResult, 1.0),
+             make_record("t", "hw", {5}, tlm::Status::Ok, 3.0),
+             make_record("t", "hw2", {6}, tlm::Status::Ok, 0.1),
+             make_record("u", "hw", {7}, tlm::Status::Ok, 0.2)});
   std::vector<Record> best = store.best("t", "hw", 10);
   ASSERT_EQ(best.size(), 3u);
   EXPECT_EQ(best[0].median_ms, 2.0);
@@ -232,8 +235,9 @@ TEST_F(RecordStoreTest, BestReturnsFastestOkRecordsFirst) {
 
 TEST_F(RecordStoreTest, QueriesOldestFirstAndListsTaskKeys) {
   RecordStore store(path());
-  store.add({make_record("b", "hw1", {1}, "ok", 3.0), make_record("a", "hw1", {1}, "ok", 1.0),
-             make_record("b", "hw2", {2}, "crash", 2.0)});
+  store.add({make_record("b", "hw1", {1}, tlm::Status::Ok, 3.0),
+             make_record("a", "hw1", {1}, tlm::Status::Ok, 1.0),
+             make_record("b", "hw2", {2}, tlm::Status::Crash, 2.0)});
   std::vector<Record> all = store.query("b");
   ASSERT_EQ(all.size(), 2u);
   EXPECT_LT(all[0].created, all[1].created);
@@ -266,7 +270,7 @@ TEST_F(RecordStoreTest, OpensAnEmptyFileAsANewStore) {
   write_bytes(path(), "");
   RecordStore store(path());
   EXPECT_EQ(store.count(), 0);
-  EXPECT_EQ(store.add({make_record("t", "hw", {1}, "ok", 1)}), 1);
+  EXPECT_EQ(store.add({make_record("t", "hw", {1}, tlm::Status::Ok, 1)}), 1);
 }
 
 TEST_F(RecordStoreTest, RefusesRandomBytesAndLeavesThemUntouched) {

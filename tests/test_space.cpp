@@ -35,7 +35,7 @@ TEST_P(RandomSchedules, CompileAndMatchReference) {
     Tensor output = Tensor::zeros(shape.output_shape);
     std::string text;
     for (auto d : decisions) text += std::to_string(d) + ",";
-    auto kernel = build_kernel(task, {"space", decisions}, inputs, output);
+    auto kernel = build_kernel(task, {KernelMethod::Space, decisions}, inputs, output);
     kernel->run();
     Verdict v = verify(output, reference, shape.reduction_length);
     ASSERT_TRUE(v.ok) << "decisions " << text << ": " << v.message;

@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <random>
 
+#include "compiler/compile.h"
 #include "graph/interpreter.h"
 #include "graph/zoo.h"
 #include "runtime/runtime.h"
 #include "torchref/torch_graph.h"
-#include "tune/compile.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -82,7 +82,7 @@ void expect_compiled_matches_torch(const std::string& name, const ZooOptions& zo
   std::string dir = ::testing::TempDir() + "tlm_torchref_" + name + std::to_string(getpid());
   CompileOptions options;
   options.out_dir = dir;
-  options.strategy = "mullapudi2016";
+  options.strategy = Strategy::Mullapudi2016;
   options.hardware = "test-hardware";
   options.progress = false;
   compile_model(graph, weights, options, nullptr, nullptr);

@@ -8,9 +8,9 @@
 #include <map>
 #include <random>
 
+#include "search/task_scheduler.h"
+#include "search/transfer.h"
 #include "space/schedule_space.h"
-#include "tune/task_scheduler.h"
-#include "tune/transfer.h"
 
 namespace tlm {
 namespace {
@@ -34,7 +34,7 @@ std::vector<int64_t> store_random(RecordStore& store, const std::string& spec, i
     auto d = space.sample(rng);
     double ms = 1.0 + i;
     if (i == 0) fastest = d;
-    store.add({{kHardware, task.key(), spec, d, "test", "ok", ms, ms, 3, "", "", 0}});
+    store.add({{kHardware, task.key(), spec, d, "test", Status::Ok, ms, ms, 3, "", "", 0}});
   }
   return fastest;
 }

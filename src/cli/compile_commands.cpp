@@ -9,29 +9,22 @@
 #include <memory>
 #include <random>
 
+#include "bench/bench_model.h"
+#include "compiler/compile.h"
 #include "graph/model_source.h"
 #include "model/registry.h"
 #include "runtime/run_report.h"
 #include "runtime/runtime.h"
-#include "tune/bench_model.h"
-#include "tune/compile.h"
 #include "util/error.h"
 
 namespace tlm {
 namespace {
 
 struct CompileFlags {
-  std::string model, out, db = "tlm.db", checkpoint, models_dir = "models";
+  std::string model, out, db = "tlm.db", checkpoint, models_dir = "models", strategy = "auto";
   CompileOptions options;
-  ZooOptions zoo;
+  ModelOptions model_options;
 };
-
-void add_zoo_options(CLI::App* command, ZooOptions& zoo) {
-  command->add_option("--batch", zoo.batch, "batch size");
-  command->add_option("--seq", zoo.seq, "sequence length (transformers)");
-  command->add_option("--layers", zoo.layers, "blocks (transformers)");
-  command->add_option("--image", zoo.image, "image size (convolutional networks)");
-}
 
 // Where schedules come from: the record store (when the file exists) and the model
 // (the named checkpoint, else the registry's default when there is one).
@@ -57,19 +50,19 @@ ScheduleSources open_schedule_sources(const CompileFlags& f, const std::string& 
 }
 
 void add_compile_options(CLI::App* command, CompileFlags& f) {
-  command->add_option("--strategy", f.options.strategy,
-                      "auto|store|tlm|reference|adams2019|mullapudi2016");
+  command->add_option("--strategy", f.strategy, "auto|store|tlm|reference|adams2019|mullapudi2016");
   command->add_option("--trials", f.options.trials_per_task,
                       "measured candidates per task (0: none, the model's or store's choice)");
   command->add_option("--db", f.db, "record store (schedules measured before, and new ones)");
   command->add_option("--model", f.checkpoint, "checkpoint (default: the registry's)");
   command->add_option("--models", f.models_dir, "models directory");
-  add_zoo_options(command, f.zoo);
+  add_model_options(command, f.model_options);
 }
 
 void run_compile(CompileFlags f, const std::string& exe) {
   auto start = std::chrono::steady_clock::now();
-  auto [graph, weights] = load_model_source(f.model, f.zoo);
+  f.options.strategy = strategy_named(f.strategy);
+  auto [graph, weights] = load_model_source(f.model, f.model_options);
   ScheduleSources sources = open_schedule_sources(f, exe);
   f.options.out_dir = f.out;
   f.options.hardware = detect_hardware().fingerprint();
@@ -157,8 +150,9 @@ struct BenchModelFlags {
 void run_bench_models(BenchModelFlags f, const std::string& exe) {
   ScheduleSources sources = open_schedule_sources(f.compile, exe);
   f.options.exe = exe;
-  f.options.zoo = f.compile.zoo;
+  f.options.model = f.compile.model_options;
   f.options.compile = f.compile.options;
+  f.options.compile.strategy = strategy_named(f.compile.strategy);
   f.options.compile.progress = true;
   f.options.compile.hardware = detect_hardware().fingerprint();
   std::vector<ModelBenchRow> rows;
@@ -182,15 +176,31 @@ void add_bench_model_command(CLI::App& app, const std::string& exe) {
   bench->add_option("--out", f->options.out_dir, "folder for the compiled artifacts");
   add_compile_options(bench, f->compile);
   bench->callback([f, exe] { run_bench_models(*f, exe); });
-  auto probe = std::make_shared<std::pair<std::vector<std::string>, ZooOptions>>();
+  auto probe = std::make_shared<std::pair<std::vector<std::string>, ModelOptions>>();
   auto* memory = app.add_subcommand("memory-probe", "internal: peak memory of one side");
   memory->add_option("side_and_source", probe->first)->expected(2)->required();
-  add_zoo_options(memory, probe->second);
+  add_model_options(memory, probe->second);
   memory->group("");
   memory->callback([probe] { run_memory_probe(probe->first[0], probe->first[1], probe->second); });
 }
 
 }  // namespace
+
+void add_model_options(CLI::App* command, ModelOptions& options) {
+  command->add_option("--batch", options.zoo.batch, "batch size (zoo models)");
+  command->add_option("--seq", options.zoo.seq, "sequence length (zoo transformers)");
+  command->add_option("--layers", options.zoo.layers,
+                      "blocks (zoo transformers; 0: the model's own)");
+  command->add_option("--image", options.zoo.image, "image size (zoo convolutional networks)");
+  command
+      ->add_option_function<std::vector<std::string>>(
+          "--input-shape",
+          [&options](const std::vector<std::string>& shapes) {
+            for (const auto& s : shapes) add_input_shape(options, s);
+          },
+          "NAME=1x3x224x224: fixes an ONNX input's dynamic dimensions (repeatable)")
+      ->allow_extra_args(false);
+}
 
 void add_compile_commands(CLI::App& app, const std::string& exe) {
   add_bench_model_command(app, exe);

@@ -5,8 +5,12 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "graph/model_source.h"
+
 namespace tlm {
 
 void add_compile_commands(CLI::App& app, const std::string& exe);
+// --batch, --seq, --layers, --image (zoo models) and --input-shape (ONNX files).
+void add_model_options(CLI::App* command, ModelOptions& options);
 
 }  // namespace tlm

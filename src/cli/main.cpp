@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "bench/bench_op.h"
 #include "cli/compile_commands.h"
 #include "cli/model_commands.h"
 #include "graph/model_source.h"
@@ -13,11 +14,10 @@
 #include "lang/vocabulary.h"
 #include "measure/measurer.h"
 #include "model/registry.h"
+#include "search/search.h"
 #include "space/schedule_space.h"
 #include "store/record_io.h"
-#include "tune/bench.h"
-#include "tune/improve.h"
-#include "tune/search.h"
+#include "train/improve.h"
 #include "util/error.h"
 #include "util/hardware.h"
 #include "util/strings.h"
@@ -100,13 +100,13 @@ void run_tune(const std::string& spec, const SearchOptions& base, bool up_to,
   if (up_to) {
     int stored = 0;
     for (const auto& r : store.query(task.key(), options.hardware))
-      stored += r.method == options.method;
+      stored += r.method == search_method_name(options.method);
     options.trials = std::max(0, options.trials - stored);
   }
   SearchReport report = run_search(task, measurer, store, options);
   std::printf("%s: %d measured, %d ok, %.1f s (%.2f trials/s)\n", task.key().c_str(),
               report.measured, report.ok, report.seconds, report.measured / report.seconds);
-  if (report.best.status.empty()) return;
+  if (report.ok == 0) return;
   std::vector<std::string> d;
   for (int64_t v : report.best.decisions) d.push_back(std::to_string(v));
   std::printf("best %.4f ms (min %.4f): decisions %s\n", report.best.median_ms, report.best.min_ms,
@@ -134,15 +134,16 @@ void run_bench(const std::vector<std::string>& specs, BenchOptions options,
 void run_measure(const std::string& spec, const std::string& method, const std::string& decisions,
                  const CommonFlags& flags) {
   TaskSpec task = parse_task_spec(spec);
-  Candidate candidate{method, parse_decisions(decisions)};
-  if (method == "space") ScheduleSpace(describe_task(task)).check(candidate.decisions);
+  Candidate candidate{kernel_method_named(method), parse_decisions(decisions)};
+  if (candidate.method == KernelMethod::Space)
+    ScheduleSpace(describe_task(task)).check(candidate.decisions);
   Measurer measurer(measure_options(flags));
   MeasureResult r = measurer.measure_each(task, {candidate}).at(0);
   std::printf("%s %s: %s median %.4f ms min %.4f ms (%d runs) build %.0f ms max_error %.2g\n",
-              task.key().c_str(), method.c_str(), r.status.c_str(), r.timing.median_ms,
+              task.key().c_str(), method.c_str(), status_name(r.status).c_str(), r.timing.median_ms,
               r.timing.min_ms, r.timing.runs, r.build_ms, r.max_error);
   if (!r.detail.empty()) std::printf("%s\n", r.detail.c_str());
-  if (r.status != "ok") throw Error("candidate " + r.status);
+  if (r.status != Status::Ok) throw Error("candidate " + status_name(r.status) + ": " + r.detail);
 }
 
 struct ImproveFlags {
@@ -178,9 +179,11 @@ void add_improve_command(CLI::App& app, ImproveFlags& f, CommonFlags& flags) {
 }
 
 // A zoo model's tasks: count, FLOPs and share of the model's FLOPs, largest first.
-void print_tasks(const std::string& model, const ZooOptions& zoo, bool specs_only) {
-  Graph graph = load_model_graph(model, zoo);
-  Partition partition = model_tasks(graph);
+void print_tasks(const std::string& model, const ModelOptions& options, bool specs_only) {
+  WeightedGraph source = is_onnx_path(model) ? load_model_source(model, options)
+                                             : WeightedGraph{load_model_graph(model, options), {}};
+  const Graph& graph = source.graph;
+  Partition partition = model_tasks(graph, source.weights);
   if (specs_only) {
     for (const auto& use : partition.tasks) std::printf("%s\n", use.spec.c_str());
     return;
@@ -221,9 +224,10 @@ struct Flags {
       "evolutionary-1000,random-1000,adams2019,mullapudi2016,li2018,onednn,openblas";
   std::vector<std::string> specs;
   SearchOptions search;
+  std::string search_method = "evolutionary";
   BenchOptions bench;
   ImproveFlags improve;
-  ZooOptions zoo;
+  ModelOptions model;
 };
 
 struct Commands {
@@ -246,17 +250,14 @@ void add_task_commands(CLI::App& app, Flags& f, Commands& c) {
   c.tasks
       ->add_option("model", f.spec, "resnet50|mobilenetv2|efficientnet-b0|bert-base|gpt2|llama-7b")
       ->required();
-  c.tasks->add_option("--batch", f.zoo.batch, "batch size");
-  c.tasks->add_option("--seq", f.zoo.seq, "sequence length (transformers)");
-  c.tasks->add_option("--layers", f.zoo.layers, "blocks (transformers; 0 = the model's own)");
-  c.tasks->add_option("--image", f.zoo.image, "image size (convolutional networks)");
+  add_model_options(c.tasks, f.model);
   c.tasks->add_flag("--specs", f.specs_only, "only the task specs, one per line");
 }
 
 void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
   c.tune = app.add_subcommand("tune", "search a task's space with measured trials");
   c.tune->add_option("task", f.spec, "task spec")->required();
-  c.tune->add_option("--method", f.search.method,
+  c.tune->add_option("--method", f.search_method,
                      "random | evolutionary | transfer (evolutionary, seeded from similar tasks)");
   c.tune->add_option("--trials", f.search.trials, "measured trials");
   c.tune->add_option("--seed", f.search.seed, "random seed");
@@ -320,9 +321,10 @@ int run(int argc, char** argv) {
   if (*c.worker) return run_worker_loop();
   if (*c.space) print_space(f.spec);
   if (*c.lang) print_sentence(f.spec, f.decisions, f.search.seed);
-  if (*c.tasks) print_tasks(f.spec, f.zoo, f.specs_only);
+  if (*c.tasks) print_tasks(f.spec, f.model, f.specs_only);
   if (*c.tune) {
     f.search.transfer_excluded = read_list_file(f.transfer_exclude);
+    f.search.method = search_method_named(f.search_method);
     run_tune(f.spec, f.search, f.up_to, f.common);
   }
   if (*c.measure) run_measure(f.spec, f.method, f.decisions, f.common);

@@ -108,11 +108,12 @@ void measure_generated(const TaskSpec& task, const std::vector<Generated>& resul
   double build_ms = 0, measure_ms = 0;
   for (size_t i = 0; i < results.size(); ++i) {
     auto start = std::chrono::steady_clock::now();
-    MeasureResult m = measurer.measure_each(task, {{"space", results[i].decisions}}).at(0);
+    MeasureResult m =
+        measurer.measure_each(task, {{KernelMethod::Space, results[i].decisions}}).at(0);
     double total_ms = ms_since(start);
     build_ms += m.build_ms;
     measure_ms += total_ms - m.build_ms;
-    std::printf("  #%zu %s: median %.4f ms, min %.4f ms\n", i + 1, m.status.c_str(),
+    std::printf("  #%zu %s: median %.4f ms, min %.4f ms\n", i + 1, status_name(m.status).c_str(),
                 m.timing.median_ms, m.timing.min_ms);
   }
   std::fprintf(stderr, "build %.1f ms, measurement %.1f ms (%zu schedules)\n", build_ms, measure_ms,

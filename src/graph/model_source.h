@@ -3,6 +3,7 @@
 // read from it).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "graph/onnx_import.h"
 #include "graph/rewrites.h"
@@ -10,12 +11,22 @@
 
 namespace tlm {
 
+// How to build the model: the zoo's sizes (batch, sequence, layers, image) for a zoo
+// name; for an ONNX file, the shapes of its inputs that have dynamic dimensions.
+struct ModelOptions {
+  ZooOptions zoo;
+  OnnxOptions onnx;
+};
+
+// Adds "NAME=1x3x224x224" (the form of --input-shape); throws tlm::Error for a malformed one.
+void add_input_shape(ModelOptions& options, const std::string& text);
+// The options as command-line flags (for a child process that loads the same model).
+std::vector<std::string> model_option_flags(const ModelOptions& options);
+
 bool is_onnx_path(const std::string& source);
 // Throws tlm::Error (one line) for an unknown name or an unreadable/unsupported file.
-WeightedGraph load_model_source(const std::string& source, const ZooOptions& zoo,
-                                const OnnxOptions& onnx = {});
+WeightedGraph load_model_source(const std::string& source, const ModelOptions& options);
 // The graph alone (a zoo model's weights are not drawn).
-Graph load_model_graph(const std::string& source, const ZooOptions& zoo,
-                       const OnnxOptions& onnx = {});
+Graph load_model_graph(const std::string& source, const ModelOptions& options);
 
 }  // namespace tlm

@@ -226,8 +226,8 @@ Partition partition_graph(const Graph& g) {
   return p;
 }
 
-Partition model_tasks(const Graph& graph) {
-  return partition_graph(prepare_graph(graph, {}).graph);
+Partition model_tasks(const Graph& graph, const Weights& weights) {
+  return partition_graph(prepare_graph(graph, weights).graph);
 }
 
 }  // namespace tlm

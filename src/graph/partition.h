@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/weights.h"
 
 namespace tlm {
 
@@ -44,7 +45,8 @@ struct Partition {
 };
 
 Partition partition_graph(const Graph& prepared);
-// The tasks of a model as compiling it would make them (no weights needed).
-Partition model_tasks(const Graph& graph);
+// The tasks of a model as compiling it would make them (`weights` may be empty for a zoo
+// model: their values never change its tasks; an ONNX model's patterns read constants).
+Partition model_tasks(const Graph& graph, const Weights& weights = {});
 
 }  // namespace tlm

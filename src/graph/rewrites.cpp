@@ -2,6 +2,8 @@
 
 #include <tuple>
 
+#include "graph/patterns.h"
+#include "graph/rebuild.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -32,43 +34,6 @@ std::pair<std::vector<float>, std::vector<float>> folded(const Graph& g, const N
   }
   return {weights, bias};
 }
-
-// A new graph being built from `g`: its inputs copied up front, its constants copied on
-// first use (with their values from `values` at that moment), so constants no node reads
-// are left behind.
-struct Rebuild {
-  const Graph& g;
-  const Weights& values;
-  WeightedGraph out;
-  std::vector<int> map;           // old tensor -> new tensor
-  std::vector<bool> is_constant;  // old tensor -> a constant (a weight, or folded)
-
-  Rebuild(const Graph& g, const Weights& values)
-      : g(g), values(values), out{Graph(g.name(), g.seed()), {}}, map(g.tensors().size(), -1) {
-    for (int t : g.inputs())
-      map[t] = out.graph.input(g.tensor(t).name, g.shape(t), g.tensor(t).dtype);
-    for (const auto& t : g.tensors()) is_constant.push_back(t.constant);
-  }
-  int constant(int t) {
-    if (map[t] < 0) {
-      map[t] = out.graph.constant(g.tensor(t).name, g.shape(t), g.tensor(t).dtype);
-      auto value = values.find(t);  // absent when only the structure is rewritten
-      if (value != values.end()) out.weights[map[t]] = value->second;
-    }
-    return map[t];
-  }
-  int tensor(int t) { return is_constant[t] ? constant(t) : map[t]; }
-  // The node as it was, over the new graph's tensors.
-  void copy(const Node& n) {
-    std::vector<int> inputs;
-    for (int t : n.inputs) inputs.push_back(tensor(t));
-    map[n.output] = out.graph.add(n.op, inputs, n.attrs, n.name, n.reals);
-  }
-  WeightedGraph finish() {
-    for (int o : g.outputs()) out.graph.mark_output(tensor(o));
-    return std::move(out);
-  }
-};
 
 }  // namespace
 
@@ -147,6 +112,8 @@ WeightedGraph split_batchnorm(const Graph& g, const Weights& w) {
 
 WeightedGraph prepare_graph(const Graph& g, const Weights& w) {
   WeightedGraph folded = fold_constants(g, w);
+  folded = rewrite_norms(folded.graph, folded.weights);
+  folded = rewrite_unary_functions(folded.graph, folded.weights);
   folded = fold_batchnorm(folded.graph, folded.weights);
   return split_batchnorm(folded.graph, folded.weights);
 }

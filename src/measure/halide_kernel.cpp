@@ -63,10 +63,10 @@ class HalideKernel : public Kernel {
   Halide::ParamMap params_;
 };
 
-std::string autoscheduler_name(const std::string& method) {
-  if (method == "adams2019") return "Adams2019";
-  if (method == "mullapudi2016") return "Mullapudi2016";
-  if (method == "li2018") return "Li2018";
+std::string autoscheduler_name(KernelMethod method) {
+  if (method == KernelMethod::Adams2019) return "Adams2019";
+  if (method == KernelMethod::Mullapudi2016) return "Mullapudi2016";
+  if (method == KernelMethod::Li2018) return "Li2018";
   return "";
 }
 
@@ -90,8 +90,8 @@ class QuietCerr {
   std::streambuf* saved_;
 };
 
-std::string autoschedule(TaskPipeline& pipeline, const std::string& method) {
-  load_autoscheduler(method);
+std::string autoschedule(TaskPipeline& pipeline, KernelMethod method) {
+  load_autoscheduler(kernel_method_name(method));
   set_estimates(pipeline);
   Halide::Pipeline p(pipeline.output());
   Halide::MachineParams params(g_threads, 32 * 1024 * 1024, 40);
@@ -104,13 +104,13 @@ std::string autoschedule(TaskPipeline& pipeline, const std::string& method) {
 // A kernel that misbehaves on purpose, to show isolation records each fault and goes on.
 class FaultKernel : public Kernel {
  public:
-  FaultKernel(std::string fault, std::unique_ptr<Kernel> inner, Tensor& output)
-      : fault_(std::move(fault)), inner_(std::move(inner)), output_(output) {}
+  FaultKernel(KernelMethod fault, std::unique_ptr<Kernel> inner, Tensor& output)
+      : fault_(fault), inner_(std::move(inner)), output_(output) {}
   void run() override {
-    if (fault_ == "fault:crash") std::abort();
-    if (fault_ == "fault:hang")
+    if (fault_ == KernelMethod::FaultCrash) std::abort();
+    if (fault_ == KernelMethod::FaultHang)
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-    if (fault_ == "fault:oom") {
+    if (fault_ == KernelMethod::FaultOom) {
       for (;;) {
         char* block = static_cast<char*>(std::malloc(size_t(1) << 28));
         if (!block) throw std::bad_alloc();
@@ -118,11 +118,11 @@ class FaultKernel : public Kernel {
       }
     }
     inner_->run();
-    if (fault_ == "fault:wrong") output_.data[output_.data.size() / 2] += 1.0f;
+    if (fault_ == KernelMethod::FaultWrong) output_.data[output_.data.size() / 2] += 1.0f;
   }
 
  private:
-  std::string fault_;
+  KernelMethod fault_;
   std::unique_ptr<Kernel> inner_;
   Tensor& output_;
 };
@@ -135,19 +135,20 @@ struct ScheduledPipeline {
 
 // The task's pipeline with the candidate's schedule applied (a Halide method only).
 ScheduledPipeline schedule_candidate(const TaskSpec& task, const Candidate& candidate) {
-  const std::string& method = candidate.method;
+  KernelMethod method = candidate.method;
   Schedule schedule;
-  if (method == "space") schedule = ScheduleSpace(describe_task(task)).decode(candidate.decisions);
+  if (method == KernelMethod::Space)
+    schedule = ScheduleSpace(describe_task(task)).decode(candidate.decisions);
   ScheduledPipeline out{build_task_pipeline(task, schedule.weight_block), "",
                         schedule.weight_block};
-  if (method == "space") {
+  if (method == KernelMethod::Space) {
     apply_schedule(out.pipeline, schedule);
-  } else if (method == "reference") {
+  } else if (method == KernelMethod::Reference) {
     schedule_reference(out.pipeline);
   } else if (!autoscheduler_name(method).empty()) {
     out.description = autoschedule(out.pipeline, method);
   } else {
-    throw Error("unknown method '" + method + "'");
+    throw Error("method '" + kernel_method_name(method) + "' builds no Halide pipeline");
   }
   return out;
 }
@@ -159,7 +160,30 @@ Error halide_error(const Halide::Error& e) {
   return Error("Halide: " + what.substr(0, 400));
 }
 
+const std::vector<std::string>& kernel_method_names() {
+  static const std::vector<std::string> names = {
+      "space",    "reference",   "adams2019",  "mullapudi2016", "li2018",   "onednn",
+      "openblas", "fault:crash", "fault:hang", "fault:wrong",   "fault:oom"};
+  return names;
+}
+
 }  // namespace
+
+const std::string& kernel_method_name(KernelMethod method) {
+  return kernel_method_names().at(size_t(method));
+}
+
+KernelMethod kernel_method_named(const std::string& name) {
+  const auto& names = kernel_method_names();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return KernelMethod(i);
+  throw Error("unknown method '" + name + "' (known: space, reference, adams2019, mullapudi2016, " +
+              "li2018, onednn, openblas)");
+}
+
+bool is_library(KernelMethod method) {
+  return method == KernelMethod::OneDnn || method == KernelMethod::OpenBlas;
+}
 
 void set_kernel_threads(int threads) {
   g_threads = threads;
@@ -168,11 +192,12 @@ void set_kernel_threads(int threads) {
 
 std::unique_ptr<Kernel> build_kernel(const TaskSpec& task, const Candidate& candidate,
                                      const std::vector<Tensor>& inputs, Tensor& output) {
-  const std::string& method = candidate.method;
-  if (method == "onednn" || method == "openblas") {
+  KernelMethod method = candidate.method;
+  if (is_library(method)) {
     std::vector<const float*> pointers;
     for (const auto& t : inputs) pointers.push_back(t.data.data());
-    auto kernel = make_library_kernel(method, task, pointers, output.data.data(), g_threads);
+    auto kernel = make_library_kernel(kernel_method_name(method), task, pointers,
+                                      output.data.data(), g_threads);
     struct Adapter : Kernel {
       std::unique_ptr<LibraryKernel> lib;
       void run() override { lib->run(); }
@@ -182,8 +207,8 @@ std::unique_ptr<Kernel> build_kernel(const TaskSpec& task, const Candidate& cand
     adapter->lib = std::move(kernel);
     return adapter;
   }
-  if (method.rfind("fault:", 0) == 0) {
-    Candidate reference{"reference", {}};
+  if (method >= KernelMethod::FaultCrash) {
+    Candidate reference{KernelMethod::Reference, {}};
     return std::make_unique<FaultKernel>(method, build_kernel(task, reference, inputs, output),
                                          output);
   }
@@ -217,7 +242,7 @@ void compile_runtime_object(const std::string& path) {
 Tensor reference_output(const TaskSpec& task, const std::vector<Tensor>& inputs) {
   TaskShape shape = describe_task(task);
   Tensor output = Tensor::zeros(shape.output_shape);
-  build_kernel(task, {"reference", {}}, inputs, output)->run();
+  build_kernel(task, {KernelMethod::Reference, {}}, inputs, output)->run();
   return output;
 }
 

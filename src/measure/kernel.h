@@ -1,10 +1,11 @@
 // Kernel: one way of computing a task, built and bound to its input and output tensors,
-// ready to run and time. A candidate names how it was made:
-//   "space"        our schedule space, with `decisions`
-//   "reference"    the unscheduled reference pipeline
-//   "adams2019" | "mullapudi2016" | "li2018"   Halide's autoschedulers (Debian plugins)
-//   "onednn" | "openblas"                      vendor libraries
-//   "fault:crash" | "fault:hang" | "fault:wrong" | "fault:oom"   injected faults, for tests
+// ready to run and time. A candidate names how it was made (KernelMethod; its names,
+// used on the command line and in the worker protocol, in parentheses):
+//   Space (space)            our schedule space, with `decisions`
+//   Reference (reference)    the unscheduled reference pipeline
+//   Adams2019, Mullapudi2016, Li2018 (adams2019, ...)   Halide's autoschedulers (Debian plugins)
+//   OneDnn, OpenBlas (onednn, openblas)                 vendor libraries
+//   FaultCrash, FaultHang, FaultWrong, FaultOom (fault:crash, ...)   injected faults, for tests
 #pragma once
 #include <memory>
 #include <string>
@@ -15,8 +16,26 @@
 
 namespace tlm {
 
+enum class KernelMethod : uint8_t {
+  Space,
+  Reference,
+  Adams2019,
+  Mullapudi2016,
+  Li2018,
+  OneDnn,
+  OpenBlas,
+  FaultCrash,
+  FaultHang,
+  FaultWrong,
+  FaultOom
+};
+const std::string& kernel_method_name(KernelMethod method);
+// Throws tlm::Error naming the known methods for an unknown name.
+KernelMethod kernel_method_named(const std::string& name);
+bool is_library(KernelMethod method);
+
 struct Candidate {
-  std::string method;
+  KernelMethod method = KernelMethod::Space;
   std::vector<int64_t> decisions;
 };
 
@@ -31,7 +50,7 @@ class Kernel {
 std::unique_ptr<Kernel> build_kernel(const TaskSpec& task, const Candidate& candidate,
                                      const std::vector<Tensor>& inputs, Tensor& output);
 
-// Ahead-of-time build of a Halide candidate ("space", "reference" or an autoscheduler):
+// Ahead-of-time build of a Halide candidate (space, reference or an autoscheduler):
 // an object file exporting `function` and `function`_argv(void** buffers), taking the
 // task's inputs in order and then its output, without the Halide runtime (link one
 // compile_runtime_object per library). Returns the weight block the candidate packs the

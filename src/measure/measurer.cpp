@@ -122,7 +122,7 @@ bool Measurer::send(const std::string& request_line, MeasureResult& failure) {
   if (pid_ <= 0) start_worker();
   std::string line = request_line + "\n";
   if (write(to_worker_, line.data(), line.size()) == ssize_t(line.size())) return true;
-  failure = {"crash", {}, 0, 0, "worker closed its input: " + worker_log_tail()};
+  failure = {Status::Crash, {}, 0, 0, "worker closed its input: " + worker_log_tail()};
   stop_worker();
   return false;
 }
@@ -132,14 +132,14 @@ std::string Measurer::await_answer(double deadline, MeasureResult& failure, doub
   for (;;) {
     LineStatus got = read_line(deadline, answer);
     if (got == LineStatus::kClosed) {
-      failure = {"crash", {}, 0, 0, worker_exit_reason()};
+      failure = {Status::Crash, {}, 0, 0, worker_exit_reason()};
       return "";
     }
     if (got == LineStatus::kTimeout) {
       std::string after = cutoff_ms > 0 ? "its first run passed the cutoff, " : "no answer within ";
       double limit =
           (cutoff_ms > 0 ? run_allowance_seconds(cutoff_ms) : options_.timeout_seconds) * 1e3;
-      failure = {"timeout", {limit, limit, 0}, 0, 0, after + std::to_string(limit) + " ms"};
+      failure = {Status::Timeout, {limit, limit, 0}, 0, 0, after + std::to_string(limit) + " ms"};
       stop_worker();
       return "";
     }
@@ -177,11 +177,14 @@ void Measurer::wait_built() {
   if (got == LineStatus::kLine) {
     gated_result_ = decode_response(line).at(0);
   } else if (got == LineStatus::kClosed) {
-    gated_result_ = {"crash", {}, 0, 0, worker_exit_reason()};
+    gated_result_ = {Status::Crash, {}, 0, 0, worker_exit_reason()};
   } else {
     double limit = options_.timeout_seconds * 1e3;
-    gated_result_ = {
-        "timeout", {limit, limit, 0}, 0, 0, "no answer within " + std::to_string(limit) + " ms"};
+    gated_result_ = {Status::Timeout,
+                     {limit, limit, 0},
+                     0,
+                     0,
+                     "no answer within " + std::to_string(limit) + " ms"};
     stop_worker();
   }
 }
@@ -200,7 +203,7 @@ MeasureResult Measurer::finish() {
     if (!answer.empty()) result = decode_response(answer).at(0);
   }
   gated_done_ = false;
-  if (result.status == "oom") stop_worker();  // its heap may still be exhausted
+  if (result.status == Status::Oom) stop_worker();  // its heap may still be exhausted
   return result;
 }
 
@@ -214,7 +217,7 @@ std::vector<MeasureResult> Measurer::measure_each(const TaskSpec& task,
     std::string answer =
         exchange(encode_request(task, {candidate}, false, t), failure, t.cutoff_ms);
     results.push_back(answer.empty() ? failure : decode_response(answer).at(0));
-    if (results.back().status == "oom") stop_worker();  // its heap may still be exhausted
+    if (results.back().status == Status::Oom) stop_worker();  // its heap may still be exhausted
   }
   return results;
 }
@@ -226,7 +229,7 @@ std::vector<MeasureResult> Measurer::measure_interleaved(const TaskSpec& task,
   std::vector<Candidate> passed;
   std::vector<size_t> where;
   for (size_t i = 0; i < candidates.size(); ++i)
-    if (results[i].status == "ok") passed.push_back(candidates[i]), where.push_back(i);
+    if (results[i].status == Status::Ok) passed.push_back(candidates[i]), where.push_back(i);
   if (passed.empty()) return results;
   MeasureResult failure;
   std::string answer = exchange(encode_request(task, passed, true, options_.timing), failure);

@@ -13,13 +13,14 @@
 #include <vector>
 
 #include "measure/kernel.h"
+#include "measure/status.h"
 #include "measure/timing.h"
 #include "ops/task_spec.h"
 
 namespace tlm {
 
 struct MeasureResult {
-  std::string status;  // ok | wrong-result | crash | timeout | oom | build-error
+  Status status = Status::Ok;
   Timing timing;
   double max_error = 0;
   double build_ms = 0;

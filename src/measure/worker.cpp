@@ -49,7 +49,7 @@ MeasureResult build_and_verify(const TaskSpec& task, const TaskData& data, const
   try {
     built.kernel = build_kernel(task, c, data.inputs, built.output);
   } catch (const Error& e) {
-    return {"build-error", {}, 0, 0, e.what()};
+    return {Status::BuildError, {}, 0, 0, e.what()};
   }
   result.build_ms =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
@@ -63,7 +63,7 @@ MeasureResult build_and_verify(const TaskSpec& task, const TaskData& data, const
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
   Verdict verdict = verify(built.output, data.reference, data.shape.reduction_length);
   result.max_error = verdict.max_error;
-  result.status = verdict.ok ? "ok" : "wrong-result";
+  result.status = verdict.ok ? Status::Ok : Status::WrongResult;
   result.detail = verdict.ok ? built.kernel->describe() : verdict.message;
   return result;
 }
@@ -78,7 +78,7 @@ std::vector<MeasureResult> answer(const WorkerRequest& request) {
     bool gated = request.gated && request.candidates.size() == 1;
     results.push_back(build_and_verify(request.task, data, request.candidates[i], built[i],
                                        request.timing.cutoff_ms > 0 || gated, gated));
-    if (results.back().status != "ok") continue;
+    if (results.back().status != Status::Ok) continue;
     double first = built[i].first_run_ms;
     if (request.timing.cutoff_ms > 0 && first > request.timing.cutoff_ms) {
       results.back().timing = {first, first, 1};
@@ -105,9 +105,9 @@ int run_worker_loop() {
     try {
       results = answer(decode_request(line));
     } catch (const std::bad_alloc&) {
-      results = {{"oom", {}, 0, 0, "out of memory"}};
+      results = {{Status::Oom, {}, 0, 0, "out of memory"}};
     } catch (const std::exception& e) {
-      results = {{"build-error", {}, 0, 0, e.what()}};
+      results = {{Status::BuildError, {}, 0, 0, e.what()}};
     }
     std::cout << encode_response(results) << std::endl;
   }

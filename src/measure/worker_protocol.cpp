@@ -22,7 +22,8 @@ std::string encode_request(const TaskSpec& task, const std::vector<Candidate>& c
                  {"block_runs", timing.block_runs},
                  {"settle_max_ms", timing.settle_max_ms}};
   for (const auto& c : candidates)
-    j["candidates"].push_back({{"method", c.method}, {"decisions", c.decisions}});
+    j["candidates"].push_back(
+        {{"method", kernel_method_name(c.method)}, {"decisions", c.decisions}});
   return j.dump();
 }
 
@@ -52,8 +53,8 @@ WorkerRequest decode_request(const std::string& line) {
                 t.value("block_runs", TimingOptions{}.block_runs),
                 t.value("settle_max_ms", TimingOptions{}.settle_max_ms)};
     for (const auto& c : j.at("candidates"))
-      r.candidates.push_back(
-          {c.at("method").get<std::string>(), c.at("decisions").get<std::vector<int64_t>>()});
+      r.candidates.push_back({kernel_method_named(c.at("method").get<std::string>()),
+                              c.at("decisions").get<std::vector<int64_t>>()});
     return r;
   } catch (const Json::exception& e) {
     throw Error(std::string("worker request: ") + e.what());
@@ -64,7 +65,7 @@ std::string encode_response(const std::vector<MeasureResult>& results) {
   Json j = Json::object();
   j["results"] = Json::array();
   for (const auto& r : results)
-    j["results"].push_back({{"status", r.status},
+    j["results"].push_back({{"status", status_name(r.status)},
                             {"min_ms", r.timing.min_ms},
                             {"median_ms", r.timing.median_ms},
                             {"runs", r.timing.runs},
@@ -80,7 +81,7 @@ std::vector<MeasureResult> decode_response(const std::string& line) {
     Json response = Json::parse(line);
     for (const auto& r : response.at("results")) {
       MeasureResult m;
-      m.status = r.at("status").get<std::string>();
+      m.status = status_named(r.at("status").get<std::string>());
       m.timing = {r.at("min_ms").get<double>(), r.at("median_ms").get<double>(),
                   r.at("runs").get<int>()};
       m.max_error = r.at("max_error").get<double>();

@@ -11,10 +11,11 @@ namespace {
 using Json = nlohmann::json;
 
 Json to_json(const Record& r) {
-  return {{"hardware", r.hardware},     {"task_key", r.task_key},   {"task_spec", r.task_spec},
-          {"decisions", r.decisions},   {"method", r.method},       {"status", r.status},
-          {"min_ms", r.min_ms},         {"median_ms", r.median_ms}, {"runs", r.runs},
-          {"checkpoint", r.checkpoint}, {"detail", r.detail},       {"created", r.created}};
+  return {
+      {"hardware", r.hardware},     {"task_key", r.task_key},   {"task_spec", r.task_spec},
+      {"decisions", r.decisions},   {"method", r.method},       {"status", status_name(r.status)},
+      {"min_ms", r.min_ms},         {"median_ms", r.median_ms}, {"runs", r.runs},
+      {"checkpoint", r.checkpoint}, {"detail", r.detail},       {"created", r.created}};
 }
 
 Record from_json(const Json& j) {
@@ -24,7 +25,7 @@ Record from_json(const Json& j) {
   r.task_spec = j.at("task_spec").get<std::string>();
   r.decisions = j.at("decisions").get<std::vector<int64_t>>();
   r.method = j.at("method").get<std::string>();
-  r.status = j.at("status").get<std::string>();
+  r.status = status_named(j.at("status").get<std::string>());
   r.min_ms = j.at("min_ms").get<double>();
   r.median_ms = j.at("median_ms").get<double>();
   r.runs = j.at("runs").get<int>();
@@ -61,6 +62,8 @@ int64_t import_records(RecordStore& store, const std::string& path) {
       records.push_back(from_json(Json::parse(line)));
     } catch (const Json::exception&) {
       throw Error("'" + path + "' line " + std::to_string(number) + " is not a record");
+    } catch (const Error& e) {
+      throw Error("'" + path + "' line " + std::to_string(number) + ": " + e.what());
     }
   }
   return store.add(records);

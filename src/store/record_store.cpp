@@ -154,7 +154,7 @@ Record read_record(const Statement& row) {
   r.task_spec = row.text(2);
   r.decisions = parse_decisions(row.text(3));
   r.method = row.text(4);
-  r.status = row.text(5);
+  r.status = status_named(row.text(5));
   r.min_ms = row.real(6);
   r.median_ms = row.real(7);
   r.runs = static_cast<int>(row.integer(8));
@@ -272,7 +272,7 @@ int RecordStore::add(const std::vector<Record>& batch) {
     insert.bind(3, r.task_spec);
     insert.bind(4, decisions);
     insert.bind(5, r.method);
-    insert.bind(6, r.status);
+    insert.bind(6, status_name(r.status));
     insert.bind(7, r.min_ms);
     insert.bind(8, r.median_ms);
     insert.bind(9, static_cast<int64_t>(r.runs));

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "measure/status.h"
+
 struct sqlite3;
 
 namespace tlm {
@@ -20,7 +22,7 @@ struct Record {
   std::string task_spec;           // the spec as the user wrote it
   std::vector<int64_t> decisions;  // the schedule: values at each decision point, in order
   std::string method;              // random | evolutionary | adams2019 | onednn | tlm ...
-  std::string status;              // ok | wrong-result | crash | timeout | oom | build-error
+  Status status = Status::Ok;
   double min_ms = 0;
   double median_ms = 0;
   int runs = 0;

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "graph/zoo.h"
+#include "compiler/compile.h"
+#include "graph/model_source.h"
 #include "measure/timing.h"
 #include "model/schedule_model.h"
 #include "store/record_store.h"
-#include "tune/compile.h"
 
 namespace tlm {
 
@@ -25,7 +25,7 @@ struct ModelBenchOptions {
   std::string out_dir = "bench/results/models";  // artifacts go to <out_dir>/<model>
   std::string exe;                               // the tlm executable, for memory probes
   CompileOptions compile;                        // strategy, hardware (out_dir is set per model)
-  ZooOptions zoo;
+  ModelOptions model;
 };
 
 struct ModelBenchRow {
@@ -48,6 +48,7 @@ void write_model_bench_json(const std::string& path, const std::vector<ModelBenc
 // The child side of a memory probe (`tlm memory-probe`): loads and runs one side of the
 // benchmark (`side` is "compiled" with `source` an artifact folder, or "torch" with
 // `source` a model) twice and prints "rss_mb BEFORE PEAK".
-void run_memory_probe(const std::string& side, const std::string& source, const ZooOptions& zoo);
+void run_memory_probe(const std::string& side, const std::string& source,
+                      const ModelOptions& options);
 
 }  // namespace tlm

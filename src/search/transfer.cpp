@@ -1,4 +1,4 @@
-#include "tune/transfer.h"
+#include "search/transfer.h"
 
 #include <algorithm>
 #include <cmath>

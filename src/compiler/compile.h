@@ -22,9 +22,15 @@
 
 namespace tlm {
 
+enum class Strategy : uint8_t { Auto, Store, Tlm, Reference, Adams2019, Mullapudi2016 };
+// "auto", "store", "tlm", "reference", "adams2019", "mullapudi2016".
+const std::string& strategy_name(Strategy strategy);
+// Throws tlm::Error naming the known strategies for an unknown name.
+Strategy strategy_named(const std::string& name);
+
 struct CompileOptions {
   std::string out_dir;
-  std::string strategy = "auto";
+  Strategy strategy = Strategy::Auto;
   int trials_per_task = 0;  // > 0: measure that many candidates per task first (task_scheduler.h)
   std::string hardware;     // fingerprint, for store lookups and the manifest
   bool progress = true;

@@ -15,8 +15,15 @@
 
 namespace tlm {
 
+enum class SearchMethod : uint8_t { Random, Evolutionary, Transfer };
+// "random", "evolutionary", "transfer": also the method label of the records it stores.
+const std::string& search_method_name(SearchMethod method);
+// Throws tlm::Error naming the known methods for an unknown name.
+SearchMethod search_method_named(const std::string& name);
+bool find_search_method(const std::string& name, SearchMethod& method);
+
 struct SearchOptions {
-  std::string method = "evolutionary";  // random | evolutionary | transfer
+  SearchMethod method = SearchMethod::Evolutionary;
   int trials = 64;
   int batch = 16;  // candidates measured between two store commits
   uint64_t seed = 1;
@@ -29,7 +36,7 @@ struct SearchReport {
   int measured = 0;
   int ok = 0;
   double seconds = 0;
-  Record best;  // status empty when nothing passed
+  Record best;  // meaningful when ok > 0
 };
 
 // Measures trials as a search does: each briefly, cut off once its first run is several

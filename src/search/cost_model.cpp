@@ -1,4 +1,4 @@
-#include "tune/cost_model.h"
+#include "search/cost_model.h"
 
 #include <torch/torch.h>
 
@@ -60,8 +60,8 @@ void CostModel::fit(const std::vector<Record>& records) {
   std::vector<std::vector<int64_t>> lists;
   std::vector<float> targets;
   for (const auto& r : records) {
-    bool slow = r.status == "timeout" && r.median_ms > 0;  // cut off: at least this slow
-    if ((r.status != "ok" && !slow) || r.decisions.size() != impl_->points) continue;
+    bool slow = r.status == Status::Timeout && r.median_ms > 0;  // cut off: at least this slow
+    if ((r.status != Status::Ok && !slow) || r.decisions.size() != impl_->points) continue;
     lists.push_back(r.decisions);
     targets.push_back(-float(std::log(r.median_ms)));
   }

@@ -1,4 +1,4 @@
-#include "tune/search.h"
+#include "search/search.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,9 +7,9 @@
 #include <random>
 #include <set>
 
+#include "search/cost_model.h"
+#include "search/transfer.h"
 #include "space/schedule_space.h"
-#include "tune/cost_model.h"
-#include "tune/transfer.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -167,9 +167,15 @@ std::vector<Decisions> take_seeds(Proposer& proposer, std::vector<Decisions>& se
   return batch;
 }
 
-std::vector<Decisions> propose(Proposer& proposer, CostModel& model, const std::string& method,
+const std::vector<std::string>& search_method_names() {
+  static const std::vector<std::string> names = {"random", "evolutionary", "transfer"};
+  return names;
+}
+
+std::vector<Decisions> propose(Proposer& proposer, CostModel& model, SearchMethod method,
                                const std::vector<Record>& population, int count) {
-  if (method == "random" || population.size() < size_t(kMinPopulation) || !model.trained())
+  if (method == SearchMethod::Random || population.size() < size_t(kMinPopulation) ||
+      !model.trained())
     return random_batch(proposer, count);
   return guided_batch(proposer, model, population, count);
 }
@@ -181,14 +187,14 @@ std::vector<Record> own_records(const RecordStore& store, const TaskSpec& task,
                                 const SearchOptions& options) {
   std::vector<Record> mine;
   for (auto& r : store.query(task.key(), options.hardware))
-    if (r.method == options.method) mine.push_back(std::move(r));
+    if (r.method == search_method_name(options.method)) mine.push_back(std::move(r));
   return mine;
 }
 
 std::vector<Record> population_of(const ScheduleSpace& space, std::vector<Record> records) {
   records.erase(std::remove_if(records.begin(), records.end(),
                                [&](const Record& r) {
-                                 return r.status != "ok" || !space.is_legal(r.decisions);
+                                 return r.status != Status::Ok || !space.is_legal(r.decisions);
                                }),
                 records.end());
   std::stable_sort(records.begin(), records.end(),
@@ -201,7 +207,7 @@ void print_progress(int done, int total, const SearchReport& report, double star
   double elapsed = wall_seconds() - started;
   double eta = done ? elapsed / done * (total - done) : 0;
   std::fprintf(stderr, "\r  [%d/%d] ok %d, best %.4f ms, %.1f trials/s, ETA %.0f s   ", done, total,
-               report.ok, report.best.status.empty() ? 0.0 : report.best.median_ms,
+               report.ok, report.ok == 0 ? 0.0 : report.best.median_ms,
                done / std::max(elapsed, 1e-9), eta);
   if (done == total) std::fprintf(stderr, "\n");
 }
@@ -225,14 +231,14 @@ std::vector<MeasureResult> measure_trials(const TaskSpec& task,
   if (batch.empty()) return results;
   Measurer& second = first.twin();
   auto note = [&](const MeasureResult& m) {
-    if (m.status == "ok" && (best_ms == 0 || m.timing.median_ms < best_ms))
+    if (m.status == Status::Ok && (best_ms == 0 || m.timing.median_ms < best_ms))
       best_ms = m.timing.median_ms;
     results.push_back(m);
   };
   for (size_t i = 0; i < batch.size(); i += 2) {
     bool pair = i + 1 < batch.size();
-    first.begin(task, {"space", batch[i]}, trial_timing(best_ms));
-    if (pair) second.begin(task, {"space", batch[i + 1]}, trial_timing(best_ms));
+    first.begin(task, {KernelMethod::Space, batch[i]}, trial_timing(best_ms));
+    if (pair) second.begin(task, {KernelMethod::Space, batch[i + 1]}, trial_timing(best_ms));
     first.wait_built();
     if (pair) second.wait_built();
     note(first.finish());
@@ -241,16 +247,33 @@ std::vector<MeasureResult> measure_trials(const TaskSpec& task,
   return results;
 }
 
+const std::string& search_method_name(SearchMethod method) {
+  return search_method_names().at(size_t(method));
+}
+
+bool find_search_method(const std::string& name, SearchMethod& method) {
+  for (size_t i = 0; i < search_method_names().size(); ++i)
+    if (search_method_names()[i] == name) {
+      method = SearchMethod(i);
+      return true;
+    }
+  return false;
+}
+
+SearchMethod search_method_named(const std::string& name) {
+  SearchMethod method;
+  if (!find_search_method(name, method))
+    throw Error("unknown search method '" + name + "' (random|evolutionary|transfer)");
+  return method;
+}
+
 SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& store,
                         const SearchOptions& options) {
-  if (options.method != "random" && options.method != "evolutionary" &&
-      options.method != "transfer")
-    throw Error("unknown search method '" + options.method + "' (random|evolutionary|transfer)");
   ScheduleSpace space(describe_task(task));
   Proposer proposer(space, own_records(store, task, options), options.seed);
   CostModel model(space, options.seed);
   std::vector<Decisions> seeds;
-  if (options.method == "transfer")
+  if (options.method == SearchMethod::Transfer)
     seeds = transfer_seeds(store, task, space, options.hardware, kTransferSeeds, options.seed,
                            options.transfer_excluded);
   SearchReport report;
@@ -259,7 +282,7 @@ SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& s
     auto mine = own_records(store, task, options);
     auto population = population_of(space, mine);
     int count = std::min(options.batch, options.trials - report.measured);
-    if (options.method != "random") model.fit(mine);
+    if (options.method != SearchMethod::Random) model.fit(mine);
     auto batch = take_seeds(proposer, seeds, count);
     if (batch.empty()) batch = propose(proposer, model, options.method, population, count);
     if (batch.empty()) break;  // the space is exhausted
@@ -268,12 +291,21 @@ SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& s
     auto measured = measure_trials(task, batch, measurer, best_ms);
     for (size_t i = 0; i < batch.size(); ++i) {
       const MeasureResult& m = measured[i];
-      Record r{options.hardware, task.key(), task.key(),      batch[i],
-               options.method,   m.status,   m.timing.min_ms, m.timing.median_ms,
-               m.timing.runs,    "",         m.detail,        double(std::time(nullptr))};
-      if (m.status == "ok") {
+      Record r{options.hardware,
+               task.key(),
+               task.key(),
+               batch[i],
+               search_method_name(options.method),
+               m.status,
+               m.timing.min_ms,
+               m.timing.median_ms,
+               m.timing.runs,
+               "",
+               m.detail,
+               double(std::time(nullptr))};
+      if (m.status == Status::Ok) {
         ++report.ok;
-        if (report.best.status.empty() || r.median_ms < report.best.median_ms) report.best = r;
+        if (report.ok == 1 || r.median_ms < report.best.median_ms) report.best = r;
       }
       records.push_back(r);
     }

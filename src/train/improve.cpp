@@ -1,4 +1,4 @@
-#include "tune/improve.h"
+#include "train/improve.h"
 
 #include <sys/stat.h>
 
@@ -14,7 +14,7 @@
 #include "model/dataset.h"
 #include "model/registry.h"
 #include "model/schedule_model.h"
-#include "tune/generated.h"
+#include "search/generated.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -35,9 +35,10 @@ std::vector<std::pair<double, double>> top_one_latencies(ScheduleModel& a, Sched
     auto top_b = b.top_one(task, detect_hardware());
     std::vector<double> runs_a, runs_b;
     for (int k = 0; k < kGateRepeats; ++k) {
-      auto r = measurer.measure_interleaved(task, {{"space", top_a}, {"space", top_b}});
-      runs_a.push_back(r[0].status == "ok" ? r[0].timing.median_ms : 0);
-      runs_b.push_back(r[1].status == "ok" ? r[1].timing.median_ms : 0);
+      auto r = measurer.measure_interleaved(
+          task, {{KernelMethod::Space, top_a}, {KernelMethod::Space, top_b}});
+      runs_a.push_back(r[0].status == Status::Ok ? r[0].timing.median_ms : 0);
+      runs_b.push_back(r[1].status == Status::Ok ? r[1].timing.median_ms : 0);
     }
     double ms_a = median(runs_a), ms_b = median(runs_b);
     if (ms_a == 0 && ms_b == 0) ms_a = ms_b = 1;

@@ -1,4 +1,4 @@
-#include "tune/bench.h"
+#include "bench/bench_op.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,19 +10,18 @@
 #include <nlohmann/json.hpp>
 
 #include "measure/library_kernels.h"
+#include "search/generated.h"
+#include "search/search.h"
 #include "space/schedule_space.h"
-#include "tune/generated.h"
-#include "tune/search.h"
 #include "util/error.h"
 #include "util/strings.h"
 
 namespace tlm {
 namespace {
 
-bool is_search(const std::string& method, std::string& name, int& trials) {
+bool is_search(const std::string& method, SearchMethod& search, int& trials) {
   auto dash = method.find('-');
-  name = method.substr(0, dash);
-  if (name != "random" && name != "evolutionary" && name != "transfer") return false;
+  if (!find_search_method(method.substr(0, dash), search)) return false;
   trials = dash == std::string::npos ? 1000 : int(parse_int(method.substr(dash + 1), method));
   return true;
 }
@@ -39,9 +38,10 @@ double trials_per_second(const std::vector<Record>& records) {
 }
 
 // The best schedule `name` found within `trials`, searching first if the store has fewer.
-BenchEntry search_entry(const TaskSpec& task, const std::string& method, const std::string& name,
+BenchEntry search_entry(const TaskSpec& task, const std::string& method, SearchMethod search_method,
                         int trials, Measurer& measurer, RecordStore& store,
                         const BenchOptions& options) {
+  const std::string& name = search_method_name(search_method);
   ScheduleSpace space(describe_task(task));
   auto stored = [&] {  // this method's records that are schedules of today's space
     std::vector<Record> mine;
@@ -51,19 +51,20 @@ BenchEntry search_entry(const TaskSpec& task, const std::string& method, const s
   };
   int have = int(stored().size());
   if (have < trials) {
-    SearchOptions search{name, trials - have, 16, options.seed + have, options.hardware, true, {}};
+    SearchOptions search{search_method,    trials - have, 16, options.seed + have,
+                         options.hardware, true,          {}};
     std::fprintf(stderr, "%s: %s, %d more trials\n", task.key().c_str(), name.c_str(),
                  trials - have);
     run_search(task, measurer, store, search);
   }
   auto records = stored();
   records.resize(std::min<size_t>(records.size(), size_t(trials)));  // first `trials`, oldest first
-  BenchEntry entry{method, {}, 0, {}, trials_per_second(records)};
+  BenchEntry entry{method, {}, "", 0, {}, trials_per_second(records)};
   const Record* best = nullptr;
   for (const auto& r : records)
-    if (r.status == "ok" && (!best || r.median_ms < best->median_ms)) best = &r;
+    if (r.status == Status::Ok && (!best || r.median_ms < best->median_ms)) best = &r;
   if (!best)
-    entry.result.status = "none-ok";
+    entry.unrun = "none-ok";
   else
     entry.decisions = best->decisions;
   return entry;
@@ -88,7 +89,7 @@ ScheduleModel& loaded_model(const std::string& path) {
 BenchEntry model_entry(const TaskSpec& task, const std::string& method, int k, Measurer& measurer,
                        RecordStore& store, const BenchOptions& options) {
   ScheduleModel& model = loaded_model(options.model_path);
-  BenchEntry entry{method, {}, 0, {}};
+  BenchEntry entry{method, {}, "", 0, {}};
   if (k == 1) {
     auto start = std::chrono::steady_clock::now();
     entry.decisions = model.top_one(task, detect_hardware());
@@ -101,12 +102,20 @@ BenchEntry model_entry(const TaskSpec& task, const std::string& method, int k, M
   entry.generate_ms = run.generate_ms / k;
   const Record* best = nullptr;
   for (const auto& r : run.records)
-    if (r.status == "ok" && (!best || r.median_ms < best->median_ms)) best = &r;
+    if (r.status == Status::Ok && (!best || r.median_ms < best->median_ms)) best = &r;
   if (best)
     entry.decisions = best->decisions;
   else
-    entry.result.status = "none-ok";
+    entry.unrun = "none-ok";
   return entry;
+}
+
+bool is_ok(const BenchEntry& e) {
+  return e.unrun.empty() && e.result.status == Status::Ok;
+}
+
+std::string status_text(const BenchEntry& e) {
+  return e.unrun.empty() ? status_name(e.result.status) : e.unrun;
 }
 
 bool method_applies(const std::string& method, const TaskSpec& task) {
@@ -119,7 +128,7 @@ bool method_applies(const std::string& method, const TaskSpec& task) {
 double baseline_ms(const BenchRow& row, const std::string& baseline) {
   double base = 0;
   for (const auto& e : row.entries) {
-    if (e.result.status != "ok") continue;
+    if (!is_ok(e)) continue;
     bool counts = baseline.empty() ? e.decisions.empty() : e.method == baseline;
     if (counts && (base == 0 || e.result.timing.median_ms < base)) base = e.result.timing.median_ms;
   }
@@ -129,8 +138,8 @@ double baseline_ms(const BenchRow& row, const std::string& baseline) {
 // One table line: a failed method's status, else its latency, GFLOP/s and ratio to `base`.
 std::string format_entry(const BenchEntry& e, double base) {
   char line[256];
-  if (e.result.status != "ok") {
-    std::snprintf(line, sizeof line, "  %-18s %s %s\n", e.method.c_str(), e.result.status.c_str(),
+  if (!is_ok(e)) {
+    std::snprintf(line, sizeof line, "  %-18s %s %s\n", e.method.c_str(), status_text(e).c_str(),
                   e.result.detail.substr(0, 80).c_str());
     return line;
   }
@@ -158,17 +167,19 @@ BenchRow bench_task(const TaskSpec& task, Measurer& measurer, RecordStore& store
   std::vector<Candidate> candidates;
   std::vector<size_t> where;
   for (const auto& method : options.methods) {
-    std::string name;
+    SearchMethod search;
     int trials = 0;
-    BenchEntry entry{method, {}, 0, {}};
-    if (is_search(method, name, trials))
-      entry = search_entry(task, method, name, trials, measurer, store, options);
+    BenchEntry entry{method, {}, "", 0, {}};
+    if (is_search(method, search, trials))
+      entry = search_entry(task, method, search, trials, measurer, store, options);
     else if (is_model_method(method, trials))
       entry = model_entry(task, method, trials, measurer, store, options);
     else if (!method_applies(method, task))
-      entry.result.status = "n/a";
-    if (entry.result.status.empty()) {
-      candidates.push_back({entry.decisions.empty() ? method : "space", entry.decisions});
+      entry.unrun = "n/a";
+    if (entry.unrun.empty()) {
+      candidates.push_back(
+          {entry.decisions.empty() ? kernel_method_named(method) : KernelMethod::Space,
+           entry.decisions});
       where.push_back(row.entries.size());
     }
     row.entries.push_back(entry);
@@ -177,7 +188,7 @@ BenchRow bench_task(const TaskSpec& task, Measurer& measurer, RecordStore& store
   for (size_t k = 0; k < where.size(); ++k) {
     BenchEntry& e = row.entries[where[k]];
     e.result = results[k];
-    if (e.result.status == "ok") e.gflops = shape.flops / (e.result.timing.median_ms * 1e6);
+    if (is_ok(e)) e.gflops = shape.flops / (e.result.timing.median_ms * 1e6);
   }
   return row;
 }
@@ -204,7 +215,7 @@ namespace {
 double method_ms(const BenchRow& row, const std::string& method) {
   if (method == "peer") return baseline_ms(row, "");
   for (const auto& e : row.entries)
-    if (e.method == method && e.result.status == "ok") return e.result.timing.median_ms;
+    if (e.method == method && is_ok(e)) return e.result.timing.median_ms;
   return 0;
 }
 
@@ -265,7 +276,7 @@ void write_bench_json(const std::string& path, const std::vector<BenchRow>& rows
   for (const auto& row : rows) {
     nlohmann::json methods = nlohmann::json::object();
     for (const auto& e : row.entries)
-      methods[e.method] = {{"status", e.result.status},
+      methods[e.method] = {{"status", status_text(e)},
                            {"median_ms", e.result.timing.median_ms},
                            {"min_ms", e.result.timing.min_ms},
                            {"runs", e.result.timing.runs},

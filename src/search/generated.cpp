@@ -1,10 +1,10 @@
-#include "tune/generated.h"
+#include "search/generated.h"
 
 #include <chrono>
 #include <ctime>
 #include <map>
 
-#include "tune/search.h"
+#include "search/search.h"
 
 namespace tlm {
 

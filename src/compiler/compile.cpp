@@ -1,4 +1,4 @@
-#include "tune/compile.h"
+#include "compiler/compile.h"
 
 #include <sys/stat.h>
 
@@ -13,8 +13,8 @@
 #include "graph/rewrites.h"
 #include "measure/kernel.h"
 #include "runtime/memory_plan.h"
+#include "search/task_scheduler.h"
 #include "space/schedule_space.h"
-#include "tune/task_scheduler.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -29,8 +29,8 @@ PlanTask choose_schedule(const TaskUse& use, const CompileOptions& o, const Reco
                          ScheduleModel* model, const Hardware& machine) {
   TaskSpec task = parse_task_spec(use.spec);
   PlanTask t{use.spec, "", "", {}, 1, use.count};
-  bool any = o.strategy == "auto";
-  if (store && (any || o.strategy == "store")) {
+  bool any = o.strategy == Strategy::Auto;
+  if (store && (any || o.strategy == Strategy::Store)) {
     ScheduleSpace space(describe_task(task));
     for (const auto& r : store->best(task.key(), o.hardware, 8))
       if (space.is_legal(r.decisions)) {
@@ -38,15 +38,22 @@ PlanTask choose_schedule(const TaskUse& use, const CompileOptions& o, const Reco
         return t;
       }
   }
-  if (model && (any || o.strategy == "tlm")) {
+  if (model && (any || o.strategy == Strategy::Tlm)) {
     t.strategy = "tlm", t.checkpoint = model->info().id;
     t.decisions = model->top_one(task, machine);
     return t;
   }
-  if (o.strategy == "store" || o.strategy == "tlm")
-    throw Error("compile: strategy '" + o.strategy + "' has no schedule for " + use.spec);
-  t.strategy = any ? "mullapudi2016" : o.strategy;
+  if (o.strategy == Strategy::Store || o.strategy == Strategy::Tlm)
+    throw Error("compile: strategy '" + strategy_name(o.strategy) + "' has no schedule for " +
+                use.spec);
+  t.strategy = strategy_name(any ? Strategy::Mullapudi2016 : o.strategy);
   return t;
+}
+
+const std::vector<std::string>& strategy_names() {
+  static const std::vector<std::string> names = {"auto",      "store",     "tlm",
+                                                 "reference", "adams2019", "mullapudi2016"};
+  return names;
 }
 
 void make_folder(const std::string& path) {
@@ -63,7 +70,9 @@ void build_library(const Partition& p, std::vector<PlanTask>& tasks, const std::
   std::string objects;
   for (size_t i = 0; i < tasks.size(); ++i) {
     std::string path = obj + "/task" + std::to_string(i) + ".o";
-    Candidate c{tasks[i].decisions.empty() ? tasks[i].strategy : "space", tasks[i].decisions};
+    Candidate c{
+        tasks[i].decisions.empty() ? kernel_method_named(tasks[i].strategy) : KernelMethod::Space,
+        tasks[i].decisions};
     try {
       tasks[i].weight_block = compile_task_object(parse_task_spec(p.tasks[i].spec), c, path,
                                                   "tlm_task" + std::to_string(i));
@@ -182,6 +191,16 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
 }
 
 }  // namespace
+
+const std::string& strategy_name(Strategy strategy) {
+  return strategy_names().at(size_t(strategy));
+}
+
+Strategy strategy_named(const std::string& name) {
+  for (size_t i = 0; i < strategy_names().size(); ++i)
+    if (strategy_names()[i] == name) return Strategy(i);
+  throw Error("unknown strategy '" + name + "' (auto|store|tlm|reference|adams2019|mullapudi2016)");
+}
 
 Plan compile_model(const Graph& graph, const Weights& weights, const CompileOptions& o,
                    RecordStore* store, ScheduleModel* model, Measurer* measurer) {

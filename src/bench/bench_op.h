@@ -23,7 +23,10 @@ struct BenchOptions {
 
 struct BenchEntry {
   std::string method;
-  MeasureResult result;  // status "n/a" when the method does not apply to the task
+  MeasureResult result;
+  // Why it was not measured: "n/a" (the method does not apply to the task) or "none-ok"
+  // (its search found no working schedule); empty when it was.
+  std::string unrun;
   double gflops = 0;
   std::vector<int64_t> decisions;  // for methods searching our space
   double trials_per_second = 0;    // of that search, from its records' timestamps

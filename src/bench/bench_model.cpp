@@ -1,4 +1,4 @@
-#include "tune/bench_model.h"
+#include "bench/bench_model.h"
 
 #include <malloc.h>
 
@@ -62,11 +62,10 @@ std::string shell_quote(const std::string& s) {
 // Runs a memory probe in a fresh process; returns its peak less its starting RSS, in MB.
 double probe_memory(const ModelBenchOptions& options, const std::string& side,
                     const std::string& source) {
-  const ZooOptions& z = options.zoo;
-  std::string command = shell_quote(options.exe) + " memory-probe " + side + " " +
-                        shell_quote(source) + " --batch " + std::to_string(z.batch) + " --seq " +
-                        std::to_string(z.seq) + " --layers " + std::to_string(z.layers) +
-                        " --image " + std::to_string(z.image) + " 2>&1";
+  std::string command =
+      shell_quote(options.exe) + " memory-probe " + side + " " + shell_quote(source);
+  for (const auto& flag : model_option_flags(options.model)) command += " " + shell_quote(flag);
+  command += " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) throw Error("bench model: cannot start a memory probe");
   char line[512];
@@ -91,7 +90,7 @@ ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& opt
                           RecordStore* store, ScheduleModel* schedule_model, Measurer* measurer) {
   ModelBenchRow row;
   auto start = std::chrono::steady_clock::now();
-  WeightedGraph source = load_model_source(model, options.zoo);
+  WeightedGraph source = load_model_source(model, options.model);
   std::string name = is_onnx_path(model) ? source.graph.name() : model;
   row.model = is_onnx_path(model) ? name + ".onnx" : model;
   CompileOptions compile = options.compile;
@@ -130,7 +129,8 @@ ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& opt
   return row;
 }
 
-void run_memory_probe(const std::string& side, const std::string& source, const ZooOptions& zoo) {
+void run_memory_probe(const std::string& side, const std::string& source,
+                      const ModelOptions& options) {
   double before = rss_mb().first;
   if (side == "compiled") {
     auto compiled = CompiledModel::load(source);
@@ -142,7 +142,7 @@ void run_memory_probe(const std::string& side, const std::string& source, const 
     }
     for (int i = 0; i < 2; ++i) compiled->run(inputs);
   } else if (side == "torch") {
-    WeightedGraph model = load_model_source(source, zoo);
+    WeightedGraph model = load_model_source(source, options);
     auto inputs = seeded_inputs(model.graph);
     set_torch_threads(2, 1);
     TorchGraph torch_graph(model.graph, model.weights);

@@ -1,10 +1,10 @@
-#include "tune/task_scheduler.h"
+#include "search/task_scheduler.h"
 
 #include <chrono>
 #include <cstdio>
 
-#include "tune/generated.h"
-#include "tune/search.h"
+#include "search/generated.h"
+#include "search/search.h"
 
 namespace tlm {
 namespace {
@@ -32,8 +32,8 @@ int measure_batch(const TaskSpec& task, TaskProgress& s, Measurer& measurer, Rec
     measured = run.measured;
   }
   if (measured == 0) {  // no model, or its beam holds nothing new
-    SearchOptions search{"transfer", o.batch, o.batch, uint64_t(1 + s.trials),
-                         o.hardware, false,   {}};
+    SearchOptions search{
+        SearchMethod::Transfer, o.batch, o.batch, uint64_t(1 + s.trials), o.hardware, false, {}};
     measured = run_search(task, measurer, store, search).measured;
   }
   double before = s.best_ms;
