@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <set>
 
 #include "bench/bench_op.h"
 #include "compiler/compile.h"
@@ -114,6 +115,80 @@ Plan random_plan(std::mt19937_64& rng, int steps) {
   }
   plan.outputs = {int(plan.tensors.size()) - 1};
   return plan;
+}
+
+// A graph compiled (reference schedules, random schedules of each task's space) and run
+// computes what the interpreter computes.
+void expect_graph_compiles_right(const Graph& graph, const Weights& weights,
+                                 const std::vector<std::vector<float>>& inputs) {
+  for (Strategy strategy : {Strategy::Reference, Strategy::Store}) {
+    std::string dir = fresh_dir(graph.name() + strategy_name(strategy));
+    CompileOptions options;
+    options.out_dir = dir;
+    options.strategy = strategy;
+    options.hardware = "test-hardware";
+    options.progress = false;
+    std::unique_ptr<RecordStore> store;
+    if (strategy == Strategy::Store) {
+      store = std::make_unique<RecordStore>(dir + ".db");
+      std::mt19937_64 rng(5);
+      for (const auto& use : model_tasks(graph, weights).tasks) {
+        TaskSpec task = parse_task_spec(use.spec);
+        auto d = ScheduleSpace(describe_task(task)).sample(rng);
+        store->add(
+            {{options.hardware, task.key(), use.spec, d, "test", Status::Ok, 1, 1, 1, "", "", 0}});
+      }
+    }
+    compile_model(graph, weights, options, store.get(), nullptr);
+    auto got = CompiledModel::load(dir)->run(inputs);
+    auto all = interpret(graph, weights, inputs);
+    for (size_t o = 0; o < graph.outputs().size(); ++o) {
+      const auto& expected = all[graph.outputs()[o]];
+      ASSERT_EQ(got[o].size(), expected.size()) << graph.name();
+      for (size_t i = 0; i < expected.size(); ++i)
+        ASSERT_NEAR(got[o][i], expected[i], 1e-4 * (1 + std::fabs(expected[i])))
+            << graph.name() << " " << strategy_name(strategy) << " output " << o << " at " << i;
+    }
+  }
+}
+
+std::vector<float> normal_values(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+TEST(Compile, DataMovementMatchesTheInterpreter) {
+  Graph g("movement");
+  int x = g.input("x", {2, 3, 6, 5});
+  int ids = g.input("ids", {2, 4}, DType::I64);
+  int a = g.add(OpKind::Relu, {x});
+  int b = g.add(OpKind::Slice, {x},
+                {{"starts", {1, 0}}, {"ends", {6, 5}}, {"axes", {2, 3}}, {"steps", {2, 2}}});
+  int c = g.add(OpKind::Pad, {b}, {{"pads", {0, 0, 1, 0, 0, 0, 2, 2}}, {"mode", {0}}}, "",
+                {{"value", 0.25}});
+  int cat = g.add(OpKind::Concat, {a, g.add(OpKind::Sigmoid, {x}), c}, {{"axis", {1}}});
+  g.mark_output(g.add(OpKind::Tanh, {cat}));
+  int r = g.add(OpKind::Pad, {x}, {{"pads", {0, 0, 2, 1, 0, 0, 1, 2}}, {"mode", {1}}});
+  g.mark_output(g.add(OpKind::Pad, {r}, {{"pads", {0, 1, 0, 0, 0, 0, 1, 0}}, {"mode", {2}}}));
+  int table = g.constant("table", {7, 5});
+  int emb = g.add(OpKind::Gather, {table, ids}, {{"axis", {0}}});
+  g.mark_output(g.add(OpKind::Add, {emb, g.constant("position", {4, 5})}));
+  // a mask that broadcasts over the middle dims only: a rank-4 view
+  int mask = g.constant("mask", {2, 1, 1, 5});
+  g.mark_output(g.add(OpKind::Mul, {g.add(OpKind::Add, {x, mask}), g.constant("scale", {1})}));
+  Weights w;
+  for (size_t t = 0; t < g.tensors().size(); ++t)
+    if (g.tensor(int(t)).constant) w[int(t)] = normal_values(element_count(g.shape(int(t))), t);
+  std::vector<std::vector<float>> inputs = {normal_values(180, 9), {0, 6, -1, 3, 2, 2, 5, -7}};
+  expect_graph_compiles_right(g, w, inputs);
+  std::set<std::string> kinds;
+  for (const auto& use : model_tasks(g, w).tasks)
+    kinds.insert(use.spec.substr(0, use.spec.find(':')));
+  EXPECT_EQ(kinds, (std::set<std::string>{"elementwise", "slice", "pad", "concat", "gather",
+                                          "broadcast"}));
 }
 
 TEST(MemoryPlan, RandomPlansNeverShareLiveMemory) {

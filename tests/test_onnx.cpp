@@ -16,8 +16,10 @@
 #include "graph/interpreter.h"
 #include "graph/model_source.h"
 #include "graph/onnx_import.h"
+#include "runtime/model_io.h"
 #include "runtime/runtime.h"
 #include "util/error.h"
+#include "util/npy.h"
 
 namespace tlm {
 namespace {
@@ -374,18 +376,15 @@ TEST(OnnxImport, RandomGraphsNeverCrash) {
   std::printf("random graphs: %d of 1500 imported\n", imported);
 }
 
-std::vector<float> read_floats(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw Error("cannot read " + path);
-  std::vector<float> v(size_t(in.tellg()) / sizeof(float));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
-  return v;
-}
+// A model exported by tests/fixtures/make_onnx_fixtures.py (TLM_ONNX_FIXTURES, filled by
+// scripts/test.sh), compiled and run on the inputs PyTorch had: the output matches
+// PyTorch's within 1e-4 of its largest magnitude.
+class OnnxFixture : public ::testing::TestWithParam<std::string> {};
 
-void expect_torchvision_model_matches(const std::string& name) {
+TEST_P(OnnxFixture, MatchesPyTorch) {
   const char* fixtures = std::getenv("TLM_ONNX_FIXTURES");
   if (!fixtures) GTEST_SKIP() << "TLM_ONNX_FIXTURES is not set (scripts/test.sh sets it)";
+  const std::string& name = GetParam();
   std::string base = std::string(fixtures) + "/" + name;
   WeightedGraph model = load_model_source(base + ".onnx", {});
   std::string dir = ::testing::TempDir() + "tlm_onnx_" + name + std::to_string(getpid());
@@ -394,24 +393,27 @@ void expect_torchvision_model_matches(const std::string& name) {
   options.strategy = Strategy::Mullapudi2016;
   options.hardware = "test-hardware";
   options.progress = false;
-  compile_model(model.graph, model.weights, options, nullptr, nullptr);
-  auto got = CompiledModel::load(dir)->run({read_floats(base + ".input.bin")}).at(0);
-  auto expected = read_floats(base + ".output.bin");
-  double scale = 0;
-  for (float v : expected) scale = std::max(scale, double(std::fabs(v)));
-  expect_near_all(got, expected, 2e-3 * scale);
+  Plan plan = compile_model(model.graph, model.weights, options, nullptr, nullptr);
+  std::vector<std::string> inputs;
+  for (int t : plan.inputs)
+    inputs.push_back(plan.tensors[t].name + "=" + base + ".in." + plan.tensors[t].name + ".npy");
+  auto got = CompiledModel::load(dir)->run(read_model_inputs(plan, inputs)).at(0);
+  NpyArray expected = read_npy(base + ".out.npy");
+  ASSERT_EQ(got.size(), expected.values.size());
+  double scale = 0, worst = 0;
+  for (double v : expected.values) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::fabs(got[i] - expected.values[i]));
+  EXPECT_LE(worst, 1e-4 * scale) << name
+                                 << ": max |tlm - PyTorch| / max |PyTorch| = " << worst / scale;
   std::system(("rm -rf " + dir).c_str());
 }
 
-TEST(OnnxTorchvision, ResNet50MatchesPyTorch) {
-  expect_torchvision_model_matches("resnet50");
-}
-TEST(OnnxTorchvision, MobileNetV2MatchesPyTorch) {
-  expect_torchvision_model_matches("mobilenet_v2");
-}
-TEST(OnnxTorchvision, EfficientNetB0MatchesPyTorch) {
-  expect_torchvision_model_matches("efficientnet_b0");
-}
+INSTANTIATE_TEST_SUITE_P(Models, OnnxFixture,
+                         ::testing::Values("resnet50", "mobilenet_v2", "efficientnet_b0", "alexnet",
+                                           "vgg11_bn", "googlenet", "inception_v3", "mnasnet1_0",
+                                           "mobilenet_v3_large", "efficientnet_v2_s",
+                                           "resnext50_32x4d", "swin_t", "bert", "gpt2", "llama"));
 
 }  // namespace
 }  // namespace tlm

@@ -167,9 +167,10 @@ BenchRow bench_task(const TaskSpec& task, Measurer& measurer, RecordStore& store
   std::vector<Candidate> candidates;
   std::vector<size_t> where;
   for (const auto& method : options.methods) {
-    SearchMethod search;
+    SearchMethod search = SearchMethod::Random;
     int trials = 0;
-    BenchEntry entry{method, {}, "", 0, {}};
+    BenchEntry entry;
+    entry.method = method;
     if (is_search(method, search, trials))
       entry = search_entry(task, method, search, trials, measurer, store, options);
     else if (is_model_method(method, trials))

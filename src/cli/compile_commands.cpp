@@ -13,6 +13,7 @@
 #include "compiler/compile.h"
 #include "graph/model_source.h"
 #include "model/registry.h"
+#include "runtime/model_io.h"
 #include "runtime/run_report.h"
 #include "runtime/runtime.h"
 #include "util/error.h"
@@ -80,37 +81,18 @@ void run_compile(CompileFlags f, const std::string& exe) {
 }
 
 struct RunFlags {
-  std::string dir, input;
+  std::string dir, output;
+  std::vector<std::string> inputs;
   int bench = 0;
   bool report = false;
 };
 
-std::vector<std::vector<float>> model_inputs(const Plan& plan, const std::string& file) {
-  std::vector<std::vector<float>> inputs;
-  std::mt19937_64 rng(7);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::ifstream in(file, std::ios::binary);
-  if (!file.empty() && !in) throw Error("cannot read input file '" + file + "'");
-  for (int t : plan.inputs) {
-    int64_t n = 1;
-    for (int64_t e : plan.tensors[t].shape) n *= e;
-    std::vector<float> v(static_cast<size_t>(n));
-    if (in) {
-      in.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
-      if (!in) throw Error("input file '" + file + "' is shorter than the model's inputs");
-    } else {
-      for (float& x : v) x = normal(rng);
-    }
-    inputs.push_back(std::move(v));
-  }
-  return inputs;
-}
-
 void run_model(const RunFlags& f) {
   auto model = CompiledModel::load(f.dir);
-  auto inputs = model_inputs(model->plan(), f.input);
+  auto inputs = read_model_inputs(model->plan(), f.inputs);
   std::vector<StepTiming> timings;
   auto outputs = model->run(inputs, f.report ? &timings : nullptr);
+  if (!f.output.empty()) write_model_outputs(model->plan(), outputs, f.output);
   for (size_t o = 0; o < outputs.size(); ++o) {
     double sum = 0, abs_max = 0;
     for (float v : outputs[o]) sum += v, abs_max = std::max(abs_max, double(std::fabs(v)));
@@ -218,7 +200,10 @@ void add_compile_commands(CLI::App& app, const std::string& exe) {
   auto rf = std::make_shared<RunFlags>();
   auto* run = app.add_subcommand("run", "run a compiled model");
   run->add_option("artifact", rf->dir, "artifact folder (tlm compile)")->required();
-  run->add_option("--input", rf->input, "raw float32 input file (default: seeded random)");
+  run->add_option("--input", rf->inputs,
+                  "NAME=file.npy per input (file.npy for one input; a raw float32 file holds "
+                  "every input; default: seeded random)");
+  run->add_option("--output", rf->output, "out.npy (one output) or a folder for NAME.npy files");
   run->add_option("--bench", rf->bench, "timed runs after the first");
   run->add_flag("--report", rf->report,
                 "time per task, largest first (table, report.json and report.svg)");

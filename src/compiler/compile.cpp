@@ -234,6 +234,8 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
   b.plan.steps = dependency_order(steps, b.plan);
   b.plan.inputs = folded.graph.inputs();
   b.plan.outputs = folded.graph.outputs();
+  for (size_t i = 0; i < b.plan.outputs.size(); ++i)
+    b.plan.tensors[b.plan.outputs[i]].name = folded.graph.output_names()[i];
   plan_memory(b.plan);
   b.plan.compile_seconds = {{"graph", graph_seconds},
                             {"schedule", schedule_seconds},

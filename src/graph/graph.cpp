@@ -57,6 +57,11 @@ int Graph::add(OpKind op, const std::vector<int>& inputs, IntAttrs attrs, const 
   return nodes_.back().output;
 }
 
+void Graph::mark_output(int tensor, const std::string& name) {
+  outputs_.push_back(tensor);
+  output_names_.push_back(name.empty() ? tensors_.at(tensor).name : name);
+}
+
 std::vector<int> Graph::consumers(int tensor) const {
   std::vector<int> out;
   for (size_t n = 0; n < nodes_.size(); ++n)

@@ -46,7 +46,8 @@ class Graph {
   // Adds a node; infers and checks its output shape. Returns the output tensor.
   int add(OpKind op, const std::vector<int>& inputs, IntAttrs attrs = {},
           const std::string& name = "", RealAttrs reals = {});
-  void mark_output(int tensor) { outputs_.push_back(tensor); }
+  // An output of the model, called `name` (default: the tensor's own name).
+  void mark_output(int tensor, const std::string& name = "");
 
   const std::string& name() const { return name_; }
   uint64_t seed() const { return seed_; }
@@ -54,6 +55,7 @@ class Graph {
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<int>& inputs() const { return inputs_; }
   const std::vector<int>& outputs() const { return outputs_; }
+  const std::vector<std::string>& output_names() const { return output_names_; }
   const GraphTensor& tensor(int i) const { return tensors_.at(i); }
   const Shape& shape(int i) const { return tensors_.at(i).shape; }
   std::vector<int> consumers(int tensor) const;  // nodes reading it, in order
@@ -67,6 +69,7 @@ class Graph {
   std::vector<GraphTensor> tensors_;
   std::vector<Node> nodes_;
   std::vector<int> inputs_, outputs_;
+  std::vector<std::string> output_names_;
 };
 
 }  // namespace tlm

@@ -450,7 +450,7 @@ WeightedGraph Importer::run() {
     if (found == names_.end()) throw Error("onnx: output '" + output.name() + "' is not computed");
     if (value(found->second).known)
       throw Error("onnx: output '" + output.name() + "' does not depend on any input");
-    graph_.mark_output(graph_tensor(found->second));
+    graph_.mark_output(graph_tensor(found->second), output.name());
   }
   if (graph_.outputs().empty()) throw Error("onnx: the model has no output");
   if (graph_.nodes().empty())

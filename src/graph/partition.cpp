@@ -107,6 +107,45 @@ int fuse_chain(const Graph& g, int value, const Shape& kernel_shape, int channel
   }
 }
 
+// A binary elementwise node whose operand varies along dims no [rows, cols] view can
+// separate: a rank-4 view that merges neighbouring dims the operand treats alike.
+bool broadcast_start(const Graph& g, const Node& n, int x, AnchorTask& anchor, Chain& chain,
+                     std::string& why) {
+  const Shape& out = g.shape(n.output);
+  int operand = n.inputs[size_t(1 - x)];
+  Shape o(out.size() - g.shape(operand).size(), 1);
+  o.insert(o.end(), g.shape(operand).begin(), g.shape(operand).end());
+  Shape view;
+  int last = -1;  // whether the operand varies along the current group
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == 1) continue;
+    int varies = o[d] == out[d];
+    if (varies == last) {
+      view.back() *= out[d];
+    } else {
+      view.push_back(out[d]);
+      last = varies;
+    }
+  }
+  if (view.size() > 4) {
+    why = "its operands broadcast along more than 4 separate dims";
+    return false;
+  }
+  while (view.size() < 4) view.insert(view.begin(), 1);
+  anchor = {"broadcast:d0=" + std::to_string(view[0]) + ",d1=" + std::to_string(view[1]) +
+                ",d2=" + std::to_string(view[2]) + ",d3=" + std::to_string(view[3]),
+            {x},
+            -1,
+            view};
+  int mask = operand_mask(g.shape(operand), out, view, 3);
+  if (mask < 0) {
+    why = "its operands broadcast in a way no view reads";
+    return false;
+  }
+  chain = {{{n.op, mask, x == 1 && !op_def(n.op).commutative}}, {operand}};
+  return true;
+}
+
 // An elementwise node that starts a task: its full-shape operand is the task's X, seen as
 // [rows, cols] with the split that lets every operand of the node be read.
 bool elementwise_start(const Graph& g, const Node& n, AnchorTask& anchor, Chain& chain,
@@ -146,8 +185,7 @@ bool elementwise_start(const Graph& g, const Node& n, AnchorTask& anchor, Chain&
     }
     if (split == 0) break;
   }
-  why = "its operands broadcast in a way no [rows, cols] view reads";
-  return false;
+  return broadcast_start(g, n, x, anchor, chain, why);
 }
 
 // The task a node starts, with the inputs of its occurrence; false (with `why`) when no

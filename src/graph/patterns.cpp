@@ -27,8 +27,8 @@ bool uniform_constant(const Graph& g, const Weights& w, int tensor, double& valu
 
 // ---- unary functions ----
 
-// A group of elementwise nodes ending at a root, every member's output read only inside
-// the group, with its one varying input and the value of each constant it reads.
+// A group of elementwise nodes ending at a root (ascending, the root last), with its one
+// varying input and the value of each constant it reads once narrowed to a sub-group.
 struct Group {
   std::vector<int> nodes;  // ascending, the root last
   int x = -1;
@@ -60,25 +60,50 @@ Group grow_group(const Graph& g, int root) {
   return {std::vector<int>(members.begin(), members.end()), -1, {}};
 }
 
-// Fills the group's varying input and constants; false unless there is exactly one
-// varying input, of the root's shape, and every constant is a scalar.
-bool find_leaves(const Graph& g, const Weights& w, Group& group) {
+// The part of `group` that depends on `x` (all of it must, save for scalar constants), with
+// its constants; false when some member also reads another varying tensor or a constant
+// that is not a scalar, or when the result is not of x's shape.
+bool subgroup_from(const Graph& g, const Weights& w, const Group& group, int x, Group& out) {
+  std::set<int> reached = {x};
+  out = {{}, x, {}};
+  for (int n : group.nodes) {
+    const Node& node = g.nodes()[n];
+    bool depends = false;
+    for (int t : node.inputs) depends = depends || reached.count(t);
+    if (!depends) continue;
+    for (int t : node.inputs) {
+      double value;
+      if (reached.count(t)) continue;
+      if (!uniform_constant(g, w, t, value)) return false;
+      out.constants[t] = value;
+    }
+    reached.insert(node.output);
+    out.nodes.push_back(n);
+  }
+  // Members' outputs are read only by members (the root's by anyone).
+  std::set<int> members(out.nodes.begin(), out.nodes.end());
+  for (int n : out.nodes) {
+    if (n == out.nodes.back()) continue;
+    for (int r : g.consumers(g.nodes()[n].output))
+      if (!members.count(r)) return false;
+  }
+  return !out.nodes.empty() && out.nodes.back() == group.nodes.back() &&
+         g.shape(x) == g.shape(g.nodes()[out.nodes.back()].output);
+}
+
+// Candidate inputs of sub-groups ending at the group's root, the widest first.
+std::vector<int> candidate_inputs(const Graph& g, const Group& group) {
+  std::vector<int> candidates;
   std::set<int> produced;
   for (int n : group.nodes) produced.insert(g.nodes()[n].output);
   for (int n : group.nodes)
-    for (int t : g.nodes()[n].inputs) {
-      if (produced.count(t)) continue;
-      double value;
-      if (g.tensor(t).constant) {
-        if (!uniform_constant(g, w, t, value)) return false;
-        group.constants[t] = value;
-      } else if (group.x < 0 || group.x == t) {
-        group.x = t;
-      } else {
-        return false;
-      }
-    }
-  return group.x >= 0 && g.shape(group.x) == g.shape(g.nodes()[group.nodes.back()].output);
+    for (int t : g.nodes()[n].inputs)
+      if (!produced.count(t) && !g.tensor(t).constant &&
+          std::find(candidates.begin(), candidates.end(), t) == candidates.end())
+        candidates.push_back(t);
+  for (int n : group.nodes)
+    if (n != group.nodes.back()) candidates.push_back(g.nodes()[n].output);
+  return candidates;
 }
 
 double evaluate_group(const Graph& g, const Group& group, double x) {
@@ -119,12 +144,15 @@ WeightedGraph rewrite_unary_functions(const Graph& g, const Weights& w) {
   std::set<int> removed;
   for (size_t i = g.nodes().size(); i-- > 0;) {
     if (removed.count(int(i)) || !is_unary_or_binary(g.nodes()[i])) continue;
-    Group group = grow_group(g, int(i));
-    if (group.nodes.size() < 2 || !find_leaves(g, w, group)) continue;
-    OpKind k = matching_unary(g, group);
-    if (k == OpKind::Count) continue;
-    replaced[int(i)] = {k, group.x};
-    removed.insert(group.nodes.begin(), group.nodes.end());
+    Group group = grow_group(g, int(i)), part;
+    for (int x : candidate_inputs(g, group)) {
+      if (!subgroup_from(g, w, group, x, part) || part.nodes.size() < 2) continue;
+      OpKind k = matching_unary(g, part);
+      if (k == OpKind::Count) continue;
+      replaced[int(i)] = {k, x};
+      removed.insert(part.nodes.begin(), part.nodes.end());
+      break;
+    }
   }
   Rebuild b(g, w);
   for (size_t i = 0; i < g.nodes().size(); ++i) {

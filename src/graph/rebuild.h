@@ -39,7 +39,8 @@ struct Rebuild {
     map[n.output] = out.graph.add(n.op, inputs, n.attrs, n.name, n.reals);
   }
   WeightedGraph finish() {
-    for (int o : g.outputs()) out.graph.mark_output(tensor(o));
+    for (size_t i = 0; i < g.outputs().size(); ++i)
+      out.graph.mark_output(tensor(g.outputs()[i]), g.output_names()[i]);
     return std::move(out);
   }
 };

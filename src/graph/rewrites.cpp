@@ -110,8 +110,21 @@ WeightedGraph split_batchnorm(const Graph& g, const Weights& w) {
   return b.finish();
 }
 
+WeightedGraph remove_dead(const Graph& g, const Weights& w) {
+  std::vector<bool> live(g.tensors().size(), false);
+  for (int o : g.outputs()) live[o] = true;
+  for (size_t i = g.nodes().size(); i-- > 0;)
+    if (live[g.nodes()[i].output])
+      for (int t : g.nodes()[i].inputs) live[t] = true;
+  Rebuild b(g, w);
+  for (const Node& n : g.nodes())
+    if (live[n.output]) b.copy(n);
+  return b.finish();
+}
+
 WeightedGraph prepare_graph(const Graph& g, const Weights& w) {
-  WeightedGraph folded = fold_constants(g, w);
+  WeightedGraph folded = remove_dead(g, w);
+  folded = fold_constants(folded.graph, folded.weights);
   folded = rewrite_norms(folded.graph, folded.weights);
   folded = rewrite_unary_functions(folded.graph, folded.weights);
   folded = fold_batchnorm(folded.graph, folded.weights);

@@ -6,6 +6,7 @@
 //                    the shift (weights are constants, so this is done once, at compile).
 //   split_batchnorm: any other batch norm becomes a multiply and an add by per-channel
 //                    constants, which fuse like any elementwise operator.
+//   remove_dead:     nodes no output depends on are dropped.
 // Each returns a new graph with its weights; tests check the outputs agree with the
 // original's within float tolerance.
 #pragma once
@@ -22,6 +23,7 @@ struct WeightedGraph {
 WeightedGraph fold_constants(const Graph& graph, const Weights& weights);
 WeightedGraph fold_batchnorm(const Graph& graph, const Weights& weights);
 WeightedGraph split_batchnorm(const Graph& graph, const Weights& weights);
+WeightedGraph remove_dead(const Graph& graph, const Weights& weights);
 
 // The rewrites every compile applies before partitioning, in order. With no weights
 // (listing a zoo model's tasks) only the structure is rewritten.

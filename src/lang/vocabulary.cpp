@@ -51,6 +51,13 @@ const char* const kWords[] = {
     "+reciprocal", "+neg", "+abs", "+erf", "+softplus", "+hardswish", "+hardsigmoid", "+not",
     "+sub", "+rsub", "+div", "+rdiv", "+pow", "+rpow", "+min", "+max", "+mod", "+rmod",
     "+leakyrelu", "+rleakyrelu", "+equal", "+less", "+rless", "+greater", "+rgreater",
+    // data-movement tasks: concat, slice, pad, gather
+    "op:concat", "op:slice", "op:pad", "op:gather", "outer", "inner", "p0", "p1", "p2", "p3",
+    "p4", "p5", "p6", "p7", "d0", "d1", "d2", "d3", "o0", "o1", "o2", "o3", "s0", "s1", "s2",
+    "s3", "t0", "t1", "t2", "t3", "b0", "b1", "b2", "b3", "e0", "e1", "e2", "e3", "mode",
+    "constant", "reflect", "edge", "value",
+    // elementwise chains over rank-4 views
+    "op:broadcast",
 };
 // clang-format on
 

@@ -19,7 +19,8 @@ std::vector<Tensor> random_inputs(const TaskShape& task, uint64_t seed) {
   std::vector<Tensor> inputs;
   for (const auto& in : task.inputs) {
     Tensor t = Tensor::zeros(in.shape);
-    for (float& v : t.data) v = uniform(rng);
+    std::uniform_int_distribution<int64_t> index(-in.index_range, in.index_range - 1);
+    for (float& v : t.data) v = in.index_range ? float(index(rng)) : uniform(rng);
     inputs.push_back(std::move(t));
   }
   return inputs;

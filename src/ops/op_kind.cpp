@@ -70,9 +70,9 @@ const std::vector<std::string>& op_names() {
 
 const std::vector<std::string>& task_names() {
   static const std::vector<std::string> names = {
-      "matmul", "dense",       "batch_matmul", "conv2d",    "dwconv2d",
-      "pool2d", "global_pool", "softmax",      "layernorm", "rmsnorm",
-      "reduce", "elementwise", "channel_scale"};
+      "matmul",        "dense",   "batch_matmul", "conv2d",  "dwconv2d", "pool2d",
+      "global_pool",   "softmax", "layernorm",    "rmsnorm", "reduce",   "elementwise",
+      "channel_scale", "concat",  "slice",        "pad",     "gather",   "broadcast"};
   return names;
 }
 

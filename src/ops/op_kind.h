@@ -90,6 +90,11 @@ enum class TaskKind : uint8_t {
   Reduce,
   Elementwise,
   ChannelScale,
+  Concat,
+  Slice,
+  Pad,
+  Gather,
+  Broadcast,  // an elementwise chain over a rank-4 view, operands along any of its dims
   Count
 };
 

@@ -41,8 +41,9 @@ std::vector<Var> make_vars(const std::vector<std::string>& names) {
   return vars;
 }
 
-ImageParam PipelineBuilder::input(const std::string& name, const std::vector<int64_t>& shape) {
-  pipeline_.shape.inputs.push_back({name, shape});
+ImageParam PipelineBuilder::input(const std::string& name, const std::vector<int64_t>& shape,
+                                  int64_t index_range) {
+  pipeline_.shape.inputs.push_back({name, shape, index_range});
   ImageParam param(Halide::Float(32), static_cast<int>(shape.size()), name);
   fix_bounds(param, shape);
   pipeline_.inputs.push_back(param);

@@ -23,8 +23,10 @@ class PipelineBuilder {
 
   const TaskSpec& task() const { return task_; }
 
-  // A float input of the task, with its fixed row-major shape.
-  Halide::ImageParam input(const std::string& name, const std::vector<int64_t>& shape);
+  // A float input of the task, with its fixed row-major shape; `index_range` > 0 marks
+  // indices into a dimension of that many entries (InputShape).
+  Halide::ImageParam input(const std::string& name, const std::vector<int64_t>& shape,
+                           int64_t index_range = 0);
   // A weight input [K, rest...] that the space may pack in blocks of output channels;
   // returns a Func reading it in the plain index order, whichever layout the buffer has.
   Halide::Func packable_weight(const std::string& name, const std::vector<int64_t>& shape);

@@ -30,6 +30,9 @@ struct StageShape {
 struct InputShape {
   std::string name;
   std::vector<int64_t> shape;  // row-major, outermost first
+  // Indices into a dimension of this many entries (held as float32, negative ones count
+  // from the end), 0 for data: test inputs are drawn in [-range, range).
+  int64_t index_range = 0;
 };
 
 struct TaskShape {

@@ -41,8 +41,8 @@ std::string check_value(const TaskDef& def, const ParamSchema& param, const std:
   if (param.kind == Kind::Real) {
     char* end = nullptr;
     double v = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end || !std::isfinite(v) || v <= 0 || v > 1)
-      throw Error(where + ": '" + value + "' is not a number in (0, 1]");
+    if (value.empty() || *end || !std::isfinite(v))
+      throw Error(where + ": '" + value + "' is not a finite number");
     return real_text(v);
   }
   int64_t v = parse_int(value, where);

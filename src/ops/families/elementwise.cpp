@@ -344,6 +344,27 @@ void build_elementwise(PipelineBuilder& b) {
   b.finish(double(rows) * cols * std::max<size_t>(1, t.epilogue.size()), 1);
 }
 
+// broadcast: the epilogue chain over a rank-4 view [d0, d1, d2, d3], for operands that
+// broadcast along dims a [rows, cols] view cannot separate (an attention mask over
+// [windows, heads, tokens, tokens] that is the same for every head).
+void build_broadcast(PipelineBuilder& b) {
+  const TaskSpec& t = b.task();
+  std::vector<int64_t> shape = {t.get("d0"), t.get("d1"), t.get("d2"), t.get("d3")};
+  Halide::ImageParam X = b.input("X", shape);
+  auto vars = make_vars({"x3", "x2", "x1", "x0"});
+  b.add_output(X(vars[0], vars[1], vars[2], vars[3]), vars, shape);
+  b.finish(double(element_count(shape)) * std::max<size_t>(1, t.epilogue.size()), 1);
+}
+
+std::vector<std::string> broadcast_corpus() {
+  std::vector<std::string> tasks;
+  for (int windows : {4, 16, 64})
+    for (int heads : {3, 6, 12})
+      tasks.push_back("broadcast:d1=" + std::to_string(windows) + ",d2=" + std::to_string(heads) +
+                      ",d3=2401+add@10");
+  return tasks;
+}
+
 // channel_scale: X [n, c, h, w] times S [n, c], one factor per image and channel (the
 // excitation of a squeeze-and-excitation block).
 void build_channel_scale(PipelineBuilder& b) {
@@ -595,6 +616,18 @@ void register_elementwise_family(OpRegistry& r) {
                       "elementwise:rows=6,cols=20+mul@1+bias+hardswish+gelu_erf",
                       "elementwise:rows=8,cols=12+rsub@0+leakyrelu@0+max+softplus",
                       "elementwise:rows=5,cols=9+sigmoid+log+erf+rdiv@2+greater@0"}});
+  using K = ParamSchema::Kind;
+  r.tasks.push_back({TaskKind::Broadcast,
+                     {{"d0", "1", {}, K::Int, true},
+                      {"d1", "1", {}, K::Int, true},
+                      {"d2", "1", {}, K::Int, true},
+                      {"d3", ""}},
+                     4,
+                     3,
+                     nullptr,
+                     build_broadcast,
+                     broadcast_corpus,
+                     {"broadcast:d0=2,d1=3,d2=4,d3=5+add@9+mul@2+sigmoid"}});
   r.tasks.push_back({TaskKind::ChannelScale,
                      {{"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}},
                      4,

@@ -3,11 +3,17 @@
 //              gather (axis; data and indices), expand (shape), tile (repeats), pad
 //              (pads [begin..., end...], mode 0 constant | 1 reflect | 2 edge, real
 //              attribute value), scatter_nd (data, indices, updates)
+//   tasks:     concat (up to 8 parts of [outer, p_k, inner] along the middle dim), slice
+//              (a strided window of a rank-4 view), pad (constant, reflect or edge
+//              padding of a rank-4 view), gather (rows of [outer, rows, inner] picked by
+//              index); a graph's shapes are merged into these views where the operation
+//              leaves dims alone
 //   ONNX:      Concat, Split, Slice, Gather, Expand, Tile, Pad, ScatterND
 // On values known at import (shape arithmetic) each folds by its reference semantics.
 #include <algorithm>
 
 #include "ops/family.h"
+#include "ops/pipeline_builder.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -271,15 +277,296 @@ TensorValue reference_scatter(const OpCall& c, const std::vector<const TensorVal
   return out;
 }
 
+// ---- tasks ----
+
+std::string kv(const std::string& key, int64_t value) {
+  return key + "=" + std::to_string(value);
+}
+
+constexpr int kMaxParts = 8;
+constexpr int kViewRank = 4;
+
+// concat: parts [outer, p_k, inner] stacked along the middle dim.
+AnchorTask concat_task(const OpCall& c) {
+  const Shape& x = c.inputs[0];
+  size_t axis = size_t(normalize_axis(c.attr("axis", 0), x.size()));
+  if (c.inputs.size() > size_t(kMaxParts))
+    c.fail("a concat of " + std::to_string(c.inputs.size()) + " parts (at most 8 have a task)");
+  int64_t outer = 1, inner = 1, total = 0;
+  for (size_t d = 0; d < x.size(); ++d)
+    if (d != axis) (d < axis ? outer : inner) *= x[d];
+  std::string spec = "concat:" + kv("outer", outer) + "," + kv("inner", inner);
+  std::vector<int> inputs;
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    spec += "," + kv("p" + std::to_string(k), c.inputs[k][axis]);
+    total += c.inputs[k][axis];
+    inputs.push_back(int(k));
+  }
+  return {spec, inputs, -1, {outer, total, inner}};
+}
+
+std::vector<int64_t> concat_parts(const TaskSpec& t) {
+  std::vector<int64_t> parts;
+  for (int k = 0; k < kMaxParts; ++k)
+    if (int64_t p = t.get("p" + std::to_string(k))) parts.push_back(p);
+  return parts;
+}
+
+void validate_concat(const TaskSpec& t) {
+  bool ended = false;
+  for (int k = 0; k < kMaxParts; ++k) {
+    bool empty = t.get("p" + std::to_string(k)) == 0;
+    if (!empty && ended) throw Error("task spec: concat parts must be p0, p1, ... without gaps");
+    ended = ended || empty;
+  }
+}
+
+void build_concat(PipelineBuilder& b) {
+  const TaskSpec& t = b.task();
+  int64_t outer = t.get("outer"), inner = t.get("inner");
+  auto parts = concat_parts(t);
+  auto vars = make_vars({"i", "a", "o"});
+  std::vector<Halide::ImageParam> in;
+  int64_t total = 0;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    in.push_back(b.input("X" + std::to_string(k), {outer, parts[k], inner}));
+    total += parts[k];
+  }
+  // The last part's value, then each earlier part where `a` falls in it.
+  Halide::Expr value;
+  int64_t end = total;
+  for (size_t k = parts.size(); k-- > 0;) {
+    int64_t begin = end - parts[k];
+    Halide::Expr row = Halide::clamp(vars[1] - int(begin), 0, int(parts[k] - 1));
+    Halide::Expr v = in[k](vars[0], row, vars[2]);
+    value = k + 1 == parts.size() ? v : Halide::select(vars[1] < int(end), v, value);
+    end = begin;
+  }
+  b.add_output(value, vars, {outer, total, inner});
+  b.finish(double(outer) * total * inner, 1);
+}
+
+// A rank-4 view of an operation that treats each dim on its own (slice, pad): dims it
+// leaves whole are merged with their neighbours, then ones lead.
+struct DimView {
+  std::vector<int64_t> in, a, b;  // per dim: extent, and two per-dim numbers
+};
+
+// Merges consecutive untouched dims (a == a0 and b == b0 for both) of `v`.
+bool to_rank4(DimView& v, int64_t a0, int64_t b0, const std::vector<int64_t>& out_extent,
+              std::vector<int64_t>& out) {
+  DimView m;
+  std::vector<int64_t> merged_out;
+  for (size_t d = 0; d < v.in.size(); ++d) {
+    bool untouched = v.a[d] == a0 && v.b[d] == b0 && out_extent[d] == v.in[d];
+    bool last_untouched =
+        !m.in.empty() && m.a.back() == a0 && m.b.back() == b0 && merged_out.back() == m.in.back();
+    if (untouched && last_untouched) {
+      m.in.back() *= v.in[d], merged_out.back() *= out_extent[d];
+      continue;
+    }
+    m.in.push_back(v.in[d]), m.a.push_back(v.a[d]), m.b.push_back(v.b[d]);
+    merged_out.push_back(out_extent[d]);
+  }
+  if (m.in.size() > size_t(kViewRank)) return false;
+  while (m.in.size() < size_t(kViewRank)) {
+    m.in.insert(m.in.begin(), 1), m.a.insert(m.a.begin(), a0), m.b.insert(m.b.begin(), b0);
+    merged_out.insert(merged_out.begin(), 1);
+  }
+  v = m;
+  out = merged_out;
+  return true;
+}
+
+AnchorTask slice_task(const OpCall& c) {
+  auto axes = slice_axes(c);
+  DimView v;
+  std::vector<int64_t> count;
+  for (size_t d = 0; d < axes.size(); ++d) {
+    if (axes[d].step < 1) c.fail("a slice with a negative step has no task yet");
+    v.in.push_back(c.inputs[0][d]), v.a.push_back(axes[d].start), v.b.push_back(axes[d].step);
+    count.push_back(axes[d].count);
+  }
+  std::vector<int64_t> out;
+  if (!to_rank4(v, 0, 1, count, out))
+    c.fail("a slice of more than 4 separate axes has no task yet");
+  std::string spec = "slice:";
+  for (int d = 0; d < kViewRank; ++d) {
+    std::string i = std::to_string(d);
+    spec += (d ? "," : "") + kv("d" + i, v.in[d]) + "," + kv("o" + i, out[d]) + "," +
+            kv("s" + i, v.a[d]) + "," + kv("t" + i, v.b[d]);
+  }
+  return {spec, {0}, -1, out};
+}
+
+std::vector<int64_t> per_dim(const TaskSpec& t, const char* key) {
+  std::vector<int64_t> v;
+  for (int d = 0; d < kViewRank; ++d) v.push_back(t.get(key + std::to_string(d)));
+  return v;
+}
+
+void validate_slice(const TaskSpec& t) {
+  auto in = per_dim(t, "d"), out = per_dim(t, "o"), start = per_dim(t, "s"), step = per_dim(t, "t");
+  for (int d = 0; d < kViewRank; ++d)
+    if (start[d] + step[d] * (out[d] - 1) >= in[d])
+      throw Error("task spec: slice dim " + std::to_string(d) + " reads past its extent");
+}
+
+// Halide vars of a rank-4 output, innermost first, and the row-major shape.
+std::vector<Halide::Var> view_vars() {
+  return make_vars({"x3", "x2", "x1", "x0"});
+}
+
+void build_slice(PipelineBuilder& b) {
+  const TaskSpec& t = b.task();
+  auto in = per_dim(t, "d"), out = per_dim(t, "o"), start = per_dim(t, "s"), step = per_dim(t, "t");
+  Halide::ImageParam X = b.input("X", in);
+  auto vars = view_vars();
+  std::vector<Halide::Expr> at;
+  for (int k = 0; k < kViewRank; ++k) {
+    int d = kViewRank - 1 - k;  // Halide dim k is row-major dim d
+    at.push_back(int(start[d]) + int(step[d]) * vars[k]);
+  }
+  b.add_output(X(at), vars, out);
+  b.finish(double(element_count(out)), 1);
+}
+
+AnchorTask pad_task(const OpCall& c) {
+  const Shape& x = c.inputs[0];
+  auto pads = c.ints("pads");
+  int64_t mode = c.attr("mode", 0);
+  DimView v;
+  std::vector<int64_t> padded = infer_pad(c);
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (pads[d] < 0 || pads[d + x.size()] < 0) c.fail("negative pads (a crop) have no task yet");
+    v.in.push_back(x[d]), v.a.push_back(pads[d]), v.b.push_back(pads[d + x.size()]);
+  }
+  std::vector<int64_t> out;
+  if (!to_rank4(v, 0, 0, padded, out)) c.fail("padding more than 4 separate axes has no task yet");
+  static const char* modes[] = {"constant", "reflect", "edge"};
+  std::string spec = std::string("pad:mode=") + modes[mode];
+  for (int d = 0; d < kViewRank; ++d) {
+    std::string i = std::to_string(d);
+    spec += "," + kv("d" + i, v.in[d]) + "," + kv("b" + i, v.a[d]) + "," + kv("e" + i, v.b[d]);
+  }
+  char value[64];
+  std::snprintf(value, sizeof value, ",value=%.9g", c.real("value", 0.0));
+  if (mode == 0) spec += value;
+  return {spec, {0}, -1, out};
+}
+
+void validate_pad(const TaskSpec& t) {
+  auto in = per_dim(t, "d"), before = per_dim(t, "b"), after = per_dim(t, "e");
+  bool constant = t.word("mode") == "constant";
+  for (int d = 0; d < kViewRank; ++d)
+    if (t.word("mode") == "reflect" && (before[d] >= in[d] || after[d] >= in[d]))
+      throw Error("task spec: reflect padding must be smaller than the dim it pads");
+  if (!constant && t.real("value") != 0)
+    throw Error("task spec: a pad value applies to constant padding only");
+}
+
+void build_pad(PipelineBuilder& b) {
+  const TaskSpec& t = b.task();
+  auto in = per_dim(t, "d"), before = per_dim(t, "b"), after = per_dim(t, "e");
+  const std::string& mode = t.word("mode");
+  Halide::ImageParam X = b.input("X", in);
+  auto vars = view_vars();
+  std::vector<Halide::Expr> at;
+  std::vector<int64_t> out;
+  Halide::Expr inside = Halide::cast<bool>(1);
+  for (int d = 0; d < kViewRank; ++d) out.push_back(in[d] + before[d] + after[d]);
+  for (int k = 0; k < kViewRank; ++k) {
+    int d = kViewRank - 1 - k;
+    Halide::Expr i = vars[k] - int(before[d]), n = int(in[d]);
+    if (mode == "reflect") i = Halide::select(i < 0, -i, i >= n, 2 * (n - 1) - i, i);
+    inside = inside && i >= 0 && i < n;
+    at.push_back(Halide::clamp(i, 0, n - 1));
+  }
+  Halide::Expr value = X(at);
+  if (mode == "constant") value = Halide::select(inside, value, float(t.real("value")));
+  b.add_output(value, vars, out);
+  b.finish(double(element_count(out)), 1);
+}
+
+// gather: table [outer, rows, inner], indices [n] -> [outer, n, inner].
+AnchorTask gather_task(const OpCall& c) {
+  const Shape &data = c.inputs[0], &indices = c.inputs[1];
+  size_t axis = size_t(normalize_axis(c.attr("axis", 0), data.size()));
+  int64_t outer = 1, inner = 1, n = element_count(indices);
+  for (size_t d = 0; d < data.size(); ++d)
+    if (d != axis) (d < axis ? outer : inner) *= data[d];
+  return {"gather:" + kv("outer", outer) + "," + kv("rows", data[axis]) + "," + kv("inner", inner) +
+              "," + kv("n", n),
+          {0, 1},
+          -1,
+          {outer, n, inner}};
+}
+
+void build_gather(PipelineBuilder& b) {
+  const TaskSpec& t = b.task();
+  int64_t outer = t.get("outer"), rows = t.get("rows"), inner = t.get("inner"), n = t.get("n");
+  Halide::ImageParam table = b.input("T", {outer, rows, inner});
+  Halide::ImageParam index = b.input("I", {n}, rows);
+  auto vars = make_vars({"i", "j", "o"});
+  Halide::Expr k = Halide::cast<int>(index(vars[1]));
+  k = Halide::clamp(Halide::select(k < 0, k + int(rows), k), 0, int(rows - 1));
+  b.add_output(table(vars[0], k, vars[2]), vars, {outer, n, inner});
+  b.finish(double(outer) * n * inner, 1);
+}
+
+std::vector<std::string> concat_corpus() {
+  std::vector<std::string> tasks;
+  for (int hw : {196, 784, 3136})
+    for (const char* parts :
+         {"p0=64,p1=128,p2=32,p3=32", "p0=128,p1=192,p2=96,p3=64", "p0=96,p1=96"})
+      tasks.push_back("concat:outer=1," + kv("inner", hw) + "," + parts);
+  for (int c : {96, 192, 384})
+    tasks.push_back("concat:" + kv("outer", 784) + "," + kv("inner", c) + ",p0=1,p1=1,p2=1,p3=1");
+  return tasks;
+}
+
+std::vector<std::string> slice_corpus() {
+  std::vector<std::string> tasks;
+  for (int hw : {28, 56})
+    for (int c : {96, 192})
+      tasks.push_back("slice:" + kv("d1", hw) + "," + kv("d2", hw) + "," + kv("d3", c) + "," +
+                      kv("o1", hw / 2) + "," + kv("o2", hw / 2) + ",s1=1,t1=2,t2=2");
+  for (int rows : {128, 512})
+    for (int d : {64, 128})
+      tasks.push_back("slice:" + kv("d2", rows) + "," + kv("d3", d) + "," + kv("o3", d / 2) + "," +
+                      kv("s3", d / 2));
+  return tasks;
+}
+
+std::vector<std::string> pad_corpus() {
+  std::vector<std::string> tasks;
+  for (int c : {64, 192, 288})
+    for (int hw : {35, 56})
+      tasks.push_back("pad:" + kv("d1", c) + "," + kv("d2", hw) + "," + kv("d3", hw) +
+                      ",b2=1,b3=1,e2=1,e3=1");
+  for (const char* mode : {"reflect", "edge"})
+    tasks.push_back(std::string("pad:mode=") + mode + ",d1=64,d2=64,d3=64,b2=3,b3=3,e2=3,e3=3");
+  return tasks;
+}
+
+std::vector<std::string> gather_corpus() {
+  std::vector<std::string> tasks;
+  for (int rows : {512, 30522, 50257})
+    for (int n : {1, 128, 512})
+      tasks.push_back("gather:" + kv("rows", rows) + ",inner=768," + kv("n", n));
+  return tasks;
+}
+
 OpDef movement_def(OpKind kind, int min_inputs, int max_inputs, Shape (*infer)(const OpCall&),
-                   TensorValue (*reference)(const OpCall&,
-                                            const std::vector<const TensorValue*>&)) {
+                   TensorValue (*reference)(const OpCall&, const std::vector<const TensorValue*>&),
+                   AnchorTask (*task)(const OpCall&) = nullptr) {
   OpDef d;
   d.kind = kind;
-  d.role = OpRole::Anchor;  // no task yet: on activations these are refused at import
+  d.role = OpRole::Anchor;  // without a task it is refused on activations at import
   d.min_inputs = min_inputs, d.max_inputs = max_inputs;
   d.infer = infer;
   d.reference = reference;
+  d.task = task;
   return d;
 }
 
@@ -332,9 +619,12 @@ void onnx_slice(OnnxNode& node) {
     if (node.has_input(3)) axes = node.known_ints(3);
     if (node.has_input(4)) steps = node.known_ints(4);
   }
-  node.set_output(
-      0, node.emit(OpKind::Slice, {x},
-                   {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}}));
+  int sliced = node.emit(OpKind::Slice, {x},
+                         {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}});
+  // A slice that keeps everything (x[:, :H] of an H-high x) is x itself.
+  bool whole = node.shape(sliced) == node.shape(x) && !node.known(x);
+  for (int64_t step : steps) whole = whole && step == 1;
+  node.set_output(0, whole ? x : sliced);
 }
 
 void onnx_gather(OnnxNode& node) {
@@ -372,6 +662,8 @@ void onnx_pad(OnnxNode& node) {
   std::string mode = node.string_attr("mode", "constant");
   int64_t code = mode == "constant" ? 0 : mode == "reflect" ? 1 : mode == "edge" ? 2 : -1;
   if (code < 0) node.fail("mode " + mode + " (not supported)");
+  if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }))
+    return node.set_output(0, x);  // nothing to pad
   node.set_output(
       0, node.emit(OpKind::Pad, {x}, {{"pads", pads}, {"mode", {code}}}, {{"value", value}}));
 }
@@ -384,13 +676,79 @@ void onnx_scatter_nd(OnnxNode& node) {
 }  // namespace
 
 void register_movement_family(OpRegistry& r) {
-  r.ops.push_back(movement_def(OpKind::Concat, 1, 1 << 16, infer_concat, reference_concat));
-  r.ops.push_back(movement_def(OpKind::Slice, 1, 1, infer_slice, reference_slice));
-  r.ops.push_back(movement_def(OpKind::Gather, 2, 2, infer_gather, reference_gather));
+  r.ops.push_back(
+      movement_def(OpKind::Concat, 1, 1 << 16, infer_concat, reference_concat, concat_task));
+  r.ops.push_back(movement_def(OpKind::Slice, 1, 1, infer_slice, reference_slice, slice_task));
+  r.ops.push_back(movement_def(OpKind::Gather, 2, 2, infer_gather, reference_gather, gather_task));
   r.ops.push_back(movement_def(OpKind::Expand, 1, 1, infer_expand, reference_expand));
   r.ops.push_back(movement_def(OpKind::Tile, 1, 1, infer_tile, reference_tile));
-  r.ops.push_back(movement_def(OpKind::Pad, 1, 1, infer_pad, reference_pad));
+  r.ops.push_back(movement_def(OpKind::Pad, 1, 1, infer_pad, reference_pad, pad_task));
   r.ops.push_back(movement_def(OpKind::ScatterND, 3, 3, infer_scatter, reference_scatter));
+  using K = ParamSchema::Kind;
+  auto optional = [](const std::string& name, const std::string& fallback, bool zero = false,
+                     const std::string& same_as = "") {
+    return ParamSchema{name, fallback, {}, K::Int, true, zero, same_as};
+  };
+  std::vector<ParamSchema> concat = {
+      optional("outer", "1"), optional("inner", "1"), {"p0", ""}, {"p1", ""}};
+  for (int k = 2; k < kMaxParts; ++k)
+    concat.push_back(optional("p" + std::to_string(k), "0", true));
+  r.tasks.push_back(
+      {TaskKind::Concat,
+       concat,
+       3,
+       1,
+       validate_concat,
+       build_concat,
+       concat_corpus,
+       {"concat:inner=30,p0=3,p1=5,p2=2", "concat:outer=6,p0=1,p1=1,p2=1,p3=1+relu"}});
+  std::vector<ParamSchema> view;
+  for (int d = 0; d < kViewRank; ++d)
+    view.push_back(d + 1 < kViewRank ? optional("d" + std::to_string(d), "1")
+                                     : ParamSchema{"d3", ""});
+  std::vector<ParamSchema> slice = view;
+  for (int d = 0; d < kViewRank; ++d) {
+    std::string i = std::to_string(d);
+    slice.push_back(optional("o" + i, "", false, "d" + i));
+    slice.push_back(optional("s" + i, "0", true));
+    slice.push_back(optional("t" + i, "1"));
+  }
+  r.tasks.push_back(
+      {TaskKind::Slice,
+       slice,
+       4,
+       1,
+       validate_slice,
+       build_slice,
+       slice_corpus,
+       {"slice:d1=9,d2=10,d3=12,o1=4,o2=5,s1=1,t1=2,t2=2", "slice:d2=14,d3=16,o3=8,s3=8+neg"}});
+  std::vector<ParamSchema> pad = {
+      {"mode", "constant", {"constant", "reflect", "edge"}, K::Word, true}};
+  pad.insert(pad.end(), view.begin(), view.end());
+  for (int d = 0; d < kViewRank; ++d) {
+    pad.push_back(optional("b" + std::to_string(d), "0", true));
+    pad.push_back(optional("e" + std::to_string(d), "0", true));
+  }
+  pad.push_back({"value", "0", {}, K::Real, true});
+  r.tasks.push_back(
+      {TaskKind::Pad,
+       pad,
+       4,
+       1,
+       validate_pad,
+       build_pad,
+       pad_corpus,
+       {"pad:d1=3,d2=7,d3=9,b2=1,e2=2,b3=3,value=0.5", "pad:mode=reflect,d2=6,d3=7,b2=2,e3=3",
+        "pad:mode=edge,d1=4,d3=5,b1=2,e3=1"}});
+  r.tasks.push_back({TaskKind::Gather,
+                     {optional("outer", "1"), {"rows", ""}, optional("inner", "1"), {"n", ""}},
+                     3,
+                     2,
+                     nullptr,
+                     build_gather,
+                     gather_corpus,
+                     {"gather:rows=50,inner=16,n=12+add", "gather:outer=3,rows=7,inner=5,n=4"}});
+
   r.onnx.push_back({"Concat", onnx_concat});
   r.onnx.push_back({"Split", onnx_split});
   r.onnx.push_back({"Slice", onnx_slice});

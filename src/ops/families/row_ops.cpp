@@ -138,6 +138,11 @@ void build_row_op(PipelineBuilder& b) {
   b.finish(per_element * rows * cols, cols);
 }
 
+void validate_norm(const TaskSpec& t) {
+  double eps = t.real("eps");
+  if (!(eps > 0 && eps <= 1)) throw Error("task spec: " + t.op() + " eps must be in (0, 1]");
+}
+
 std::string rows_cols(const char* op, int rows, int cols) {
   return std::string(op) + ":rows=" + std::to_string(rows) + ",cols=" + std::to_string(cols);
 }
@@ -229,7 +234,7 @@ void register_row_family(OpRegistry& r) {
                      norm,
                      2,
                      1,
-                     nullptr,
+                     validate_norm,
                      build_row_op,
                      layernorm_corpus,
                      {"layernorm:rows=12,cols=48", "layernorm:rows=6,cols=40,eps=1e-12"}});
@@ -237,7 +242,7 @@ void register_row_family(OpRegistry& r) {
                      norm,
                      2,
                      1,
-                     nullptr,
+                     validate_norm,
                      build_row_op,
                      rmsnorm_corpus,
                      {"rmsnorm:rows=12,cols=40+mul"}});
