@@ -413,7 +413,8 @@ INSTANTIATE_TEST_SUITE_P(Models, OnnxFixture,
                          ::testing::Values("resnet50", "mobilenet_v2", "efficientnet_b0", "alexnet",
                                            "vgg11_bn", "googlenet", "inception_v3", "mnasnet1_0",
                                            "mobilenet_v3_large", "efficientnet_v2_s",
-                                           "resnext50_32x4d", "swin_t", "bert", "gpt2", "llama"));
+                                           "resnext50_32x4d", "swin_t", "bert", "gpt2", "llama",
+                                           "norms_resize"));
 
 }  // namespace
 }  // namespace tlm

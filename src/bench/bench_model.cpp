@@ -19,13 +19,16 @@
 namespace tlm {
 namespace {
 
+// Normal values for float inputs; 0 or 1 for integer ones (valid token ids and masks).
 std::vector<std::vector<float>> seeded_inputs(const Graph& graph) {
   std::mt19937_64 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> bit(0, 1);
   std::vector<std::vector<float>> inputs;
   for (int t : graph.inputs()) {
     std::vector<float> v(size_t(element_count(graph.shape(t))));
-    for (float& x : v) x = normal(rng);
+    bool integer = graph.tensor(t).dtype != DType::F32;
+    for (float& x : v) x = integer ? float(bit(rng)) : normal(rng);
     inputs.push_back(std::move(v));
   }
   return inputs;

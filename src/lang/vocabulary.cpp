@@ -58,6 +58,10 @@ const char* const kWords[] = {
     "constant", "reflect", "edge", "value",
     // elementwise chains over rank-4 views
     "op:broadcast",
+    // resize
+    "op:resize", "oh", "ow", "coord", "round", "nearest", "linear",
+    "half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "tf_half_pixel_for_nn",
+    "round_prefer_floor", "round_prefer_ceil", "floor",
 };
 // clang-format on
 

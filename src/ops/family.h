@@ -24,6 +24,7 @@ void register_row_family(OpRegistry& r);
 void register_reduce_family(OpRegistry& r);
 void register_elementwise_family(OpRegistry& r);
 void register_movement_family(OpRegistry& r);
+void register_resize_family(OpRegistry& r);
 void register_layout_family(OpRegistry& r);
 void register_shape_family(OpRegistry& r);
 

@@ -63,6 +63,7 @@ const std::vector<std::string>& op_names() {
                                                  "tile",
                                                  "pad",
                                                  "scatter_nd",
+                                                 "resize",
                                                  "reshape",
                                                  "transpose"};
   return names;
@@ -70,9 +71,10 @@ const std::vector<std::string>& op_names() {
 
 const std::vector<std::string>& task_names() {
   static const std::vector<std::string> names = {
-      "matmul",        "dense",   "batch_matmul", "conv2d",  "dwconv2d", "pool2d",
-      "global_pool",   "softmax", "layernorm",    "rmsnorm", "reduce",   "elementwise",
-      "channel_scale", "concat",  "slice",        "pad",     "gather",   "broadcast"};
+      "matmul", "dense",       "batch_matmul",  "conv2d",    "dwconv2d",
+      "pool2d", "global_pool", "softmax",       "layernorm", "rmsnorm",
+      "reduce", "elementwise", "channel_scale", "concat",    "slice",
+      "pad",    "gather",      "broadcast",     "resize"};
   return names;
 }
 
@@ -87,10 +89,14 @@ Kind named(const std::vector<std::string>& names, const std::string& name, const
 }  // namespace
 
 const std::string& op_name(OpKind kind) {
+  if (op_names().size() != size_t(OpKind::Count))
+    throw Error("ops: the operator name table is incomplete");
   return op_names().at(static_cast<size_t>(kind));
 }
 
 const std::string& task_name(TaskKind kind) {
+  if (task_names().size() != size_t(TaskKind::Count))
+    throw Error("ops: the task name table is incomplete");
   return task_names().at(static_cast<size_t>(kind));
 }
 

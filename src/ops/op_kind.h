@@ -70,6 +70,7 @@ enum class OpKind : uint8_t {
   Tile,
   Pad,
   ScatterND,
+  Resize,
   // layout: no arithmetic
   Reshape,
   Transpose,
@@ -95,6 +96,7 @@ enum class TaskKind : uint8_t {
   Pad,
   Gather,
   Broadcast,  // an elementwise chain over a rank-4 view, operands along any of its dims
+  Resize,
   Count
 };
 

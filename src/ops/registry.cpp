@@ -18,6 +18,7 @@ OpRegistry build_registry() {
   register_reduce_family(r);
   register_elementwise_family(r);
   register_movement_family(r);
+  register_resize_family(r);
   register_layout_family(r);
   register_shape_family(r);
   std::vector<OpDef> ops(size_t(OpKind::Count));

@@ -153,6 +153,53 @@ T scatter_nd(const Node&, const Inputs& in) {
   return out;
 }
 
+// Resize by ONNX's rules for any coordinate transform: the source index (nearest) or the
+// two neighbours and their weights (linear) of every output row and column, as tensors.
+T resize(const Node& n, const Inputs& in) {
+  int64_t h = in[0].size(2), w = in[0].size(3), oh = n.attr("oh", 1), ow = n.attr("ow", 1);
+  int64_t coord = n.attr("coord", 0), round = n.attr("round", 0);
+  auto source = [&](int64_t size, int64_t out) {
+    T o = torch::arange(out, torch::kFloat64);
+    double scale = double(out) / double(size);
+    switch (coord) {
+      case 1:
+        return o / scale;
+      case 2:
+        return out > 1 ? o * (double(size - 1) / double(out - 1)) : o * 0;
+      case 3:
+        return out > 1 ? (o + 0.5) / scale - 0.5 : o * 0;
+      case 4:
+        return (o + 0.5) / scale;
+      default:
+        return (o + 0.5) / scale - 0.5;
+    }
+  };
+  T sy = source(h, oh), sx = source(w, ow);
+  if (n.attr("mode", 0) == 0) {
+    auto nearest = [&](const T& x, int64_t size) {
+      T r = round == 2   ? x.floor()
+            : round == 3 ? x.ceil()
+            : round == 1 ? (x + 0.5).floor()
+                         : (x - 0.5).ceil();
+      return r.clamp(0, size - 1).to(torch::kLong);
+    };
+    return in[0].index_select(2, nearest(sy, h)).index_select(3, nearest(sx, w));
+  }
+  auto taps = [&](T x, int64_t size) {
+    x = x.clamp(0, double(size - 1));
+    T lo = x.floor().to(torch::kLong), hi = (lo + 1).clamp_max(size - 1);
+    return std::make_tuple(lo, hi, (x - lo.to(torch::kFloat64)).to(torch::kFloat32));
+  };
+  auto [y0, y1, fy] = taps(sy, h);
+  auto [x0, x1, fx] = taps(sx, w);
+  auto rows = [&](const T& ys) { return in[0].index_select(2, ys); };
+  auto blend = [&](const T& r) {
+    return r.index_select(3, x0) * (1 - fx) + r.index_select(3, x1) * fx;
+  };
+  T wy = fy.view({oh, 1});
+  return blend(rows(y0)) * (1 - wy) + blend(rows(y1)) * wy;
+}
+
 using TorchFn = T (*)(const Node&, const Inputs&);
 
 // PyTorch's spelling of every operator, as a PyTorch model would call it.
@@ -247,6 +294,7 @@ const std::vector<std::pair<OpKind, TorchFn>>& torch_table() {
        [](const Node& n, const Inputs& in) { return in[0].repeat(ints(n, "repeats")); }},
       {OpKind::Pad, pad},
       {OpKind::ScatterND, scatter_nd},
+      {OpKind::Resize, resize},
       {OpKind::Reshape,
        [](const Node& n, const Inputs& in) { return in[0].reshape(ints(n, "shape")); }},
       {OpKind::Transpose,

@@ -4,7 +4,8 @@
 //   tasks:     softmax, layernorm, rmsnorm over a [rows, cols] view, with their row
 //              reductions as stages of their own (max and sum; mean and variance; the
 //              mean square) and optional eps
-//   ONNX:      Softmax (over the last axis), LayerNormalization (over the last axis)
+//   ONNX:      Softmax (over the last axis), LayerNormalization (over the trailing axes),
+//              InstanceNormalization (and so GroupNorm, which exports through it)
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -189,17 +190,61 @@ void onnx_softmax(OnnxNode& node) {
   node.set_output(0, node.emit(OpKind::Softmax, {x}));
 }
 
+// x seen as [rows, cols] where cols are the trailing dims from `axis`, normalized per row
+// with gain and shift along cols (each flattened to [cols]); y in x's shape.
+int layernorm_from(OnnxNode& node, int x, int64_t axis, int gain, int shift, double eps) {
+  Shape xs = node.shape(x);
+  int64_t rows = 1, cols = 1;
+  for (size_t d = 0; d < xs.size(); ++d) (int64_t(d) < axis ? rows : cols) *= xs[d];
+  auto as = [&](int v, Shape shape) {
+    return node.shape(v) == shape ? v : node.emit(OpKind::Reshape, {v}, {{"shape", shape}});
+  };
+  auto vector = [&](int v, double fill) {
+    if (v < 0) return node.constant(TensorValue::filled(DType::F32, {cols}, fill));
+    if (element_count(node.shape(v)) != cols)
+      node.fail("scale and bias must match the normalized dims");
+    return as(v, {cols});
+  };
+  int y = node.emit(OpKind::LayerNorm, {as(x, {rows, cols}), vector(gain, 1.0), vector(shift, 0.0)},
+                    {}, {{"eps", eps}});
+  return as(y, xs);
+}
+
 void onnx_layernorm(OnnxNode& node) {
   int x = node.input(0);
-  Shape xs = node.shape(x);
-  if (normalize_axis(node.int_attr("axis", -1), xs.size()) != int64_t(xs.size()) - 1)
-    node.fail("normalization over more than the last axis (not supported)");
   if (node.has_output(1) || node.has_output(2))
     node.fail("the Mean and InvStdDev outputs (not supported)");
-  int shift = node.has_input(2) ? node.input(2)
-                                : node.constant(TensorValue::filled(DType::F32, {xs.back()}, 0.0));
-  node.set_output(0, node.emit(OpKind::LayerNorm, {x, node.input(1), shift}, {},
-                               {{"eps", node.float_attr("epsilon", kDefaultEps)}}));
+  int64_t axis = normalize_axis(node.int_attr("axis", -1), node.shape(x).size());
+  int shift = node.has_input(2) ? node.input(2) : -1;
+  node.set_output(0, layernorm_from(node, x, axis, node.input(1), shift,
+                                    node.float_attr("epsilon", kDefaultEps)));
+}
+
+bool all_equal(const TensorValue* v, double value) {
+  if (!v) return false;
+  for (double e : v->data)
+    if (e != value) return false;
+  return true;
+}
+
+// InstanceNormalization: each (image, channel) normalized over its spatial dims, then
+// scaled and shifted per channel. GroupNorm exports as one, on [N, groups, rest].
+void onnx_instancenorm(OnnxNode& node) {
+  int x = node.input(0);
+  Shape xs = node.shape(x);
+  if (xs.size() < 3) node.fail("wants [N, C, ...]");
+  Shape nc_rest = {xs[0] * xs[1], element_count(xs) / (xs[0] * xs[1])};
+  int flat = node.emit(OpKind::Reshape, {x}, {{"shape", nc_rest}});
+  int y = layernorm_from(node, flat, 1, -1, -1, node.float_attr("epsilon", kDefaultEps));
+  y = node.emit(OpKind::Reshape, {y}, {{"shape", xs}});
+  Shape per_channel(xs.size() - 1, 1);
+  per_channel[0] = xs[1];
+  int scale = node.input(1), bias = node.input(2);
+  if (!all_equal(node.known(scale), 1.0))
+    y = node.emit(OpKind::Mul, {y, node.emit(OpKind::Reshape, {scale}, {{"shape", per_channel}})});
+  if (!all_equal(node.known(bias), 0.0))
+    y = node.emit(OpKind::Add, {y, node.emit(OpKind::Reshape, {bias}, {{"shape", per_channel}})});
+  node.set_output(0, y);
 }
 
 }  // namespace
@@ -249,6 +294,7 @@ void register_row_family(OpRegistry& r) {
 
   r.onnx.push_back({"Softmax", onnx_softmax});
   r.onnx.push_back({"LayerNormalization", onnx_layernorm});
+  r.onnx.push_back({"InstanceNormalization", onnx_instancenorm});
 }
 
 }  // namespace tlm
