@@ -7,15 +7,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <thread>
 
 #include "store/record_store.h"
+#include "util/npy.h"
 
 namespace tlm {
 namespace {
@@ -249,6 +252,36 @@ TEST(Cli, OnnxErrorsAreOneLine) {
   std::ofstream(broken) << "\x08\x07garbage that is not a model";
   expect_one_line_error("compile " + broken + " -o " + temp_path("onnx-out"), "onnx:");
   expect_one_line_error("tasks " + temp_path("missing.onnx"), "cannot read");
+}
+
+// A user compares with their framework without writing code: .npy in, .npy out.
+TEST(Cli, RunReadsAndWritesNpy) {
+  const char* fixtures = std::getenv("TLM_ONNX_FIXTURES");
+  if (!fixtures) GTEST_SKIP() << "TLM_ONNX_FIXTURES is not set (scripts/test.sh sets it)";
+  std::string base = std::string(fixtures) + "/norms_resize", dir = temp_path("npy-model");
+  ASSERT_EQ(run_tlm("compile " + base + ".onnx -o " + dir + " --strategy mullapudi2016 --db " +
+                    temp_path("none.db"))
+                .exit_code,
+            0);
+  std::string out = temp_path("out.npy");
+  CliRun r = run_tlm("run " + dir + " --input " + base + ".in.input.npy --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  NpyArray got = read_npy(out), expected = read_npy(base + ".out.npy");
+  EXPECT_EQ(got.shape, expected.shape);
+  double scale = 0;
+  for (double v : expected.values) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < got.values.size(); ++i)
+    EXPECT_NEAR(got.values[i], expected.values[i], 1e-4 * scale);
+  std::string folder = temp_path("outputs");  // a folder gets NAME.npy per output
+  ASSERT_EQ(run_tlm("run " + dir + " --input input=" + base + ".in.input.npy --output " + folder)
+                .exit_code,
+            0);
+  EXPECT_EQ(read_npy(folder + "/output.npy").values, got.values);
+  expect_one_line_error("run " + dir + " --input " + out, "wants shape [1,3,12,10]");
+  expect_one_line_error("run " + dir + " --input nope=" + out, "the model has no input 'nope'");
+  expect_one_line_error("run " + dir + " --input " + temp_path("missing.npy"), "cannot read");
+  std::ofstream(temp_path("bad.npy")) << "not numpy";
+  expect_one_line_error("run " + dir + " --input " + temp_path("bad.npy"), "is not a .npy file");
 }
 
 }  // namespace

@@ -281,6 +281,89 @@ TEST(OnnxImport, BadModelsAreOneLineErrors) {
   EXPECT_THROW(load_model_source("no-such-model", {}), Error);
 }
 
+// What is not supported fails at import with one line naming the node, its op type and
+// what is missing; nothing is dropped or approximated.
+TEST(OnnxImport, UnsupportedNodesAreRefusedByName) {
+  expect_error_mentioning(
+      one_node_model("Where", {"c", "x", "x"},
+                     [](OnnxBuilder& m) {
+                       m.input("c", {1, 8});
+                     }),
+      "node 'Where_y' (Where): where of values computed at run time has no task yet");
+  expect_error_mentioning(one_node_model("Expand", {"x", "shape"},
+                                         [](OnnxBuilder& m) {
+                                           m.init_ints("shape", {3, 8});
+                                         }),
+                          "node 'Expand_y' (Expand): expand of values computed at run time");
+  {
+    OnnxBuilder m;
+    m.input("x", {1, 8});
+    m.node("FusedGemm", {"x"}, "y")->set_domain("com.microsoft");
+    m.output("y");
+    expect_error_mentioning(m.bytes(),
+                            "(FusedGemm): operators of domain 'com.microsoft' are not supported");
+  }
+  {
+    OnnxBuilder m;
+    auto* type = m.graph->add_input();
+    type->set_name("x");
+    auto* tensor = type->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    tensor->mutable_shape()->add_dim()->set_dim_param("batch");
+    tensor->mutable_shape()->add_dim()->set_dim_value(8);
+    m.node("Relu", {"x"}, "y");
+    m.output("y");
+    expect_error_mentioning(m.bytes(), "input 'x' has a dynamic dimension 0 ('batch')");
+    OnnxOptions fixed;
+    fixed.input_shapes["x"] = {3, 8};
+    WeightedGraph g = import_onnx_bytes(m.bytes(), "dynamic", fixed);
+    EXPECT_EQ(g.graph.shape(g.graph.outputs()[0]), (Shape{3, 8}));
+    fixed.input_shapes["x"] = {3, 9};
+    EXPECT_THROW(import_onnx_bytes(m.bytes(), "dynamic", fixed), Error);  // 8 is fixed
+  }
+  expect_error_mentioning(one_node_model("Resize", {"x", "", "scales"},
+                                         [](OnnxBuilder& m) {
+                                           m.init("scales", {4}, {2, 1, 1, 1});
+                                         }),
+                          "(Resize): only NCHW inputs");
+  expect_error_mentioning(
+      one_node_model("MaxPool", {"x"}, [](OnnxBuilder& m) { m.input("unused", {1}); }),
+      "(MaxPool): only 2-D pooling");
+}
+
+// Weights kept in an external file are read from the model's folder; a path leaving it is
+// refused.
+TEST(OnnxImport, ExternalDataStaysInsideTheModelsFolder) {
+  std::string dir = ::testing::TempDir() + "tlm_external_" + std::to_string(getpid());
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());
+  std::vector<float> w = random_values(8 * 3, 31);
+  std::ofstream(dir + "/weights.bin", std::ios::binary)
+      .write(reinterpret_cast<const char*>(w.data()), std::streamsize(w.size() * 4));
+  auto model_with = [&](const std::string& location) {
+    OnnxBuilder m;
+    m.input("x", {1, 8});
+    auto* t = m.graph->add_initializer();
+    t->set_name("w");
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(8), t->add_dims(3);
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* entry = t->add_external_data();
+    entry->set_key("location"), entry->set_value(location);
+    m.node("MatMul", {"x", "w"}, "y");
+    m.output("y");
+    return m.bytes();
+  };
+  std::ofstream(dir + "/model.onnx", std::ios::binary) << model_with("weights.bin");
+  WeightedGraph g = import_onnx(dir + "/model.onnx");
+  ASSERT_EQ(g.weights.size(), 1u);
+  EXPECT_EQ(g.weights.begin()->second, w);
+  for (const char* bad : {"../weights.bin", "/etc/passwd", "missing.bin"}) {
+    std::ofstream(dir + "/bad.onnx", std::ios::binary) << model_with(bad);
+    EXPECT_THROW(import_onnx(dir + "/bad.onnx"), Error) << bad;
+  }
+  std::system(("rm -rf " + dir).c_str());
+}
+
 // Mutated files (flipped bits, cut tails, inserted bytes) import or fail with a tlm::Error;
 // nothing else escapes and nothing crashes.
 TEST(OnnxImport, MutatedFilesNeverCrash) {

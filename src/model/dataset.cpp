@@ -12,6 +12,7 @@
 #include "graph/zoo.h"
 #include "lang/sentence.h"
 #include "lang/vocabulary.h"
+#include "ops/registry.h"
 #include "space/schedule_space.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -31,74 +32,6 @@ int get16(const std::string& in, size_t& at) {
   int v = uint8_t(in[at]) | (uint8_t(in[at + 1]) << 8);
   at += 2;
   return v;
-}
-
-std::string format(const char* pattern, std::initializer_list<int> values) {
-  std::string text = pattern;
-  for (int v : values) text.replace(text.find("{}"), 2, std::to_string(v));
-  return text;
-}
-
-void add_matmul_family(std::vector<std::string>& tasks) {
-  const std::vector<int> sizes = {64, 128, 256, 512, 768, 1024};
-  for (int m : sizes)
-    for (int n : sizes)
-      for (int k : {64, 256, 768, 1024})
-        tasks.push_back(format("matmul:m={},n={},k={}", {m, n, k}));
-  for (int m : {1, 16, 64, 128, 256})
-    for (int n : {256, 768, 1024, 3072, 4096})
-      for (int k : {256, 768, 1024, 3072})
-        for (const char* e : {"", "+bias", "+bias+gelu", "+bias+relu"})
-          tasks.push_back(format("dense:m={},n={},k={}", {m, n, k}) + e);
-  for (int b : {4, 12, 16})
-    for (int mn : {64, 128, 256})
-      for (int k : {32, 64, 128})
-        tasks.push_back(format("batch_matmul:b={},m={},n={},k={}", {b, mn, mn, k}));
-}
-
-void add_conv_family(std::vector<std::string>& tasks) {
-  struct Shape {
-    int c, h, k, r, stride;
-  };
-  const std::vector<Shape> shapes = {
-      {3, 224, 32, 3, 2},   {3, 224, 64, 7, 2},   {16, 112, 16, 1, 1},   {32, 112, 64, 3, 1},
-      {64, 56, 64, 1, 1},   {64, 56, 64, 3, 1},   {64, 56, 256, 1, 1},   {256, 56, 128, 1, 1},
-      {128, 28, 128, 3, 1}, {128, 56, 128, 3, 2}, {128, 28, 512, 1, 1},  {512, 28, 256, 1, 1},
-      {256, 14, 256, 3, 1}, {256, 28, 256, 3, 2}, {256, 14, 1024, 1, 1}, {1024, 14, 512, 1, 1},
-      {512, 7, 512, 3, 1},  {512, 7, 2048, 1, 1}, {24, 56, 144, 1, 1},   {144, 56, 24, 1, 1},
-      {32, 28, 192, 1, 1},  {192, 28, 32, 1, 1},  {64, 14, 384, 1, 1},   {384, 14, 64, 1, 1},
-      {96, 14, 576, 1, 1},  {160, 7, 960, 1, 1},  {320, 7, 1280, 1, 1},  {40, 28, 240, 1, 1}};
-  for (const Shape& s : shapes)
-    for (const char* e : {"+bias+relu", "+bias"})
-      tasks.push_back(format("conv2d:n=1,c={},h={},w={},k={},r={},s={},stride={},pad={}",
-                             {s.c, s.h, s.h, s.k, s.r, s.r, s.stride, s.r / 2}) +
-                      e);
-  for (int c : {32, 96, 144, 192, 384, 576, 960})
-    for (int h : {7, 14, 28, 56, 112})
-      for (int r : {3, 5})
-        for (int stride : {1, 2})
-          tasks.push_back(format("dwconv2d:n=1,c={},h={},w={},r={},s={},stride={},pad={}",
-                                 {c, h, h, r, r, stride, r / 2}) +
-                          "+bias+relu6");
-  for (int c : {64, 256}) {
-    tasks.push_back(format("pool2d:kind=max,n=1,c={},h=112,w=112,r=3,s=3,stride=2,pad=1", {c}));
-    tasks.push_back(format("pool2d:kind=avg,n=1,c={},h=56,w=56,r=2,s=2,stride=2", {c}));
-  }
-  for (int c : {512, 1280, 2048})
-    tasks.push_back(format("global_pool:kind=avg,n=1,c={},h=7,w=7", {c}));
-}
-
-void add_row_family(std::vector<std::string>& tasks) {
-  for (int rows : {128, 512, 1536, 4096})
-    for (int cols : {64, 128, 256, 512})
-      tasks.push_back(format("softmax:rows={},cols={}", {rows, cols}));
-  for (int rows : {32, 128, 512})
-    for (int cols : {256, 768, 2048, 4096}) {
-      tasks.push_back(format("layernorm:rows={},cols={}", {rows, cols}));
-      tasks.push_back(format("rmsnorm:rows={},cols={}", {rows, cols}) + "+mul");
-      tasks.push_back(format("reduce:kind=mean,rows={},cols={}", {rows, cols}));
-      tasks.push_back(format("elementwise:rows={},cols={}", {rows, cols}) + "+add+relu");
-    }
 }
 
 }  // namespace
@@ -155,10 +88,10 @@ Dataset read_dataset(const std::string& path) {
 std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded) {
   std::vector<std::string> all;
   for (const auto& model : zoo_model_names())  // every task of the zoo networks first
-    for (const auto& use : partition_graph(build_zoo_model(model)).tasks) all.push_back(use.spec);
-  add_matmul_family(all);
-  add_conv_family(all);
-  add_row_family(all);
+    for (const auto& use : model_tasks(build_zoo_model(model)).tasks) all.push_back(use.spec);
+  for (TaskKind kind : all_task_kinds())  // then each task kind's corpus shapes
+    if (task_def(kind).corpus)
+      for (const auto& spec : task_def(kind).corpus()) all.push_back(spec);
   std::set<std::string> skip;  // held-out tasks, and each task once
   for (const auto& e : excluded) skip.insert(parse_task_spec(e).key());
   std::vector<std::string> tasks;

@@ -194,6 +194,10 @@ TaskSpec parse_task_spec(const std::string& text) {
   return spec;
 }
 
+std::string param_text(const std::string& key, int64_t value) {
+  return key + "=" + std::to_string(value);
+}
+
 std::vector<std::string> known_ops() {
   std::vector<std::string> ops;
   for (TaskKind k : all_task_kinds()) ops.push_back(task_name(k));

@@ -50,6 +50,8 @@ struct TaskSpec {
 
 // Parses and validates; throws tlm::Error with a one-line message naming the bad part.
 TaskSpec parse_task_spec(const std::string& text);
+// "key=value", a piece of a spec's text.
+std::string param_text(const std::string& key, int64_t value);
 
 // The op names and unary/binary epilogue words the parser accepts.
 std::vector<std::string> known_ops();

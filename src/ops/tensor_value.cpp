@@ -16,12 +16,6 @@ TensorValue TensorValue::filled(DType dtype, const Shape& shape, double value) {
   return {dtype, shape, std::vector<double>(size_t(element_count(shape)), value)};
 }
 
-int64_t element_count(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
-  return n;
-}
-
 std::string shape_text(const Shape& shape) {
   std::vector<std::string> parts;
   for (int64_t e : shape) parts.push_back(std::to_string(e));

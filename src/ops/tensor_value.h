@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "util/shape.h"
+
 namespace tlm {
 
 enum class DType : uint8_t { F32, I64, Bool };
 const std::string& dtype_name(DType dtype);
-
-using Shape = std::vector<int64_t>;
 
 struct TensorValue {
   DType dtype = DType::F32;
@@ -26,7 +26,6 @@ struct TensorValue {
   int64_t size() const { return int64_t(data.size()); }
 };
 
-int64_t element_count(const Shape& shape);
 std::string shape_text(const Shape& shape);
 
 // The numpy broadcast of two shapes; throws tlm::Error when they do not broadcast.

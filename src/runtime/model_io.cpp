@@ -8,16 +8,11 @@
 
 #include "util/error.h"
 #include "util/npy.h"
+#include "util/shape.h"
 #include "util/strings.h"
 
 namespace tlm {
 namespace {
-
-int64_t count_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
-  return n;
-}
 
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -55,7 +50,7 @@ std::vector<float> npy_input(const PlanTensor& t, const std::string& path) {
 }
 
 std::vector<float> random_input(const PlanTensor& t, std::mt19937_64& rng) {
-  std::vector<float> v(size_t(count_of(t.shape)));
+  std::vector<float> v(size_t(element_count(t.shape)));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> small(0, 1);  // valid as a mask and as a token id
   for (float& x : v) x = t.dtype == "float32" ? normal(rng) : float(small(rng));
@@ -68,7 +63,7 @@ std::vector<std::vector<float>> raw_inputs(const Plan& plan, const std::string& 
   if (!in) throw Error("cannot read input file '" + file + "'");
   std::vector<std::vector<float>> inputs;
   for (int t : plan.inputs) {
-    std::vector<float> v(size_t(count_of(plan.tensors[t].shape)));
+    std::vector<float> v(size_t(element_count(plan.tensors[t].shape)));
     in.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
     if (!in) throw Error("input file '" + file + "' is shorter than the model's inputs");
     inputs.push_back(std::move(v));
@@ -94,6 +89,11 @@ std::vector<std::vector<float>> read_model_inputs(const Plan& plan,
     if (!files.emplace(name, spec.substr(eq == std::string::npos ? 0 : eq + 1)).second)
       throw Error("--input: input '" + name + "' is given twice");
   }
+  for (const auto& [name, file] : files) {
+    bool known = false;
+    for (int t : plan.inputs) known = known || plan.tensors[t].name == name;
+    if (!known) throw Error("--input: the model has no input '" + name + "'");
+  }
   std::mt19937_64 rng(7);
   std::vector<std::vector<float>> inputs;
   for (int t : plan.inputs) {
@@ -103,9 +103,7 @@ std::vector<std::vector<float>> read_model_inputs(const Plan& plan,
       throw Error("--input: no file for the model's input '" + tensor.name + "'");
     inputs.push_back(found == files.end() ? random_input(tensor, rng)
                                           : npy_input(tensor, found->second));
-    if (found != files.end()) files.erase(found);
   }
-  if (!files.empty()) throw Error("--input: the model has no input '" + files.begin()->first + "'");
   return inputs;
 }
 

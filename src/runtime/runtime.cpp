@@ -8,15 +8,10 @@
 
 #include "runtime/memory_plan.h"
 #include "util/error.h"
+#include "util/shape.h"
 
 namespace tlm {
 namespace {
-
-int64_t count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
-  return n;
-}
 
 std::vector<float> read_weights(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
@@ -52,7 +47,7 @@ void transpose(const float* in, float* out, const std::vector<int64_t>& shape,
   std::vector<int64_t> stride(dims, 1), out_shape(dims), index(dims, 0);
   for (size_t d = dims - 1; d-- > 0;) stride[d] = stride[d + 1] * shape[d + 1];
   for (size_t d = 0; d < dims; ++d) out_shape[d] = shape[perm[d]];
-  for (int64_t o = 0, n = count(shape); o < n; ++o) {
+  for (int64_t o = 0, n = element_count(shape); o < n; ++o) {
     int64_t from = 0;
     for (size_t d = 0; d < dims; ++d) from += index[d] * stride[perm[d]];
     out[o] = in[from];
@@ -77,7 +72,8 @@ void check_plan(const Plan& plan, size_t weight_floats) {
   for (const auto& t : plan.tensors) {
     if (t.kind == TensorKind::View && !valid(t.view_of))
       throw Error("plan: a view of an unknown tensor");
-    if (t.kind == TensorKind::Weight && size_t(t.weight_offset + count(t.shape)) > weight_floats)
+    if (t.kind == TensorKind::Weight &&
+        size_t(t.weight_offset + element_count(t.shape)) > weight_floats)
       throw Error("plan: weight '" + t.name + "' lies outside weights.bin");
   }
   for (const auto& s : plan.steps) {
@@ -88,7 +84,7 @@ void check_plan(const Plan& plan, size_t weight_floats) {
       throw Error("plan: kernel " + s.function + " lacks its buffer shapes");
     for (size_t k = 0; k < s.shapes.size(); ++k) {
       int t = k < s.inputs.size() ? s.inputs[k] : s.output;
-      if (count(s.shapes[k]) != count(plan.tensors[t].shape))
+      if (element_count(s.shapes[k]) != element_count(plan.tensors[t].shape))
         throw Error("plan: kernel " + s.function + " sees a tensor with another size");
     }
   }
@@ -118,7 +114,7 @@ std::unique_ptr<CompiledModel> CompiledModel::load(const std::string& dir) {
   m->storage_.resize(m->plan_.tensors.size());
   for (size_t t = 0; t < m->plan_.tensors.size(); ++t)
     if (m->plan_.tensors[t].kind == TensorKind::Input)
-      m->storage_[t].assign(size_t(count(m->plan_.tensors[t].shape)), 0.0f);
+      m->storage_[t].assign(size_t(element_count(m->plan_.tensors[t].shape)), 0.0f);
   m->arena_.assign(size_t(m->plan_.arena_floats), 0.0f);
   return m;
 }
@@ -176,7 +172,7 @@ std::vector<std::vector<float>> CompiledModel::run(const std::vector<std::vector
   std::vector<std::vector<float>> outputs;
   for (int t : plan_.outputs) {
     const float* d = data(t);
-    outputs.emplace_back(d, d + count(plan_.tensors[t].shape));
+    outputs.emplace_back(d, d + element_count(plan_.tensors[t].shape));
   }
   return outputs;
 }

@@ -16,10 +16,6 @@ using Halide::Func;
 using Halide::ImageParam;
 using Halide::RDom;
 
-std::string kv(const std::string& key, int64_t value) {
-  return key + "=" + std::to_string(value);
-}
-
 struct ConvAttrs {
   int64_t stride, pad, pad_w, dilation, groups;
 };
@@ -79,14 +75,17 @@ TensorValue reference_conv(const OpCall& c, const std::vector<const TensorValue*
 AnchorTask conv_task(const OpCall& c) {
   const Shape &x = c.inputs[0], &w = c.inputs[1];
   ConvAttrs a = conv_attrs(c);
-  std::string pads = kv("pad", a.pad) + (a.pad_w != a.pad ? "," + kv("pad_w", a.pad_w) : "");
-  std::string window = kv("r", w[2]) + "," + kv("s", w[3]) + "," + kv("stride", a.stride) + "," +
-                       pads + "," + kv("dilation", a.dilation);
-  std::string image =
-      kv("n", x[0]) + "," + kv("c", x[1]) + "," + kv("h", x[2]) + "," + kv("w", x[3]);
+  std::string pads =
+      param_text("pad", a.pad) + (a.pad_w != a.pad ? "," + param_text("pad_w", a.pad_w) : "");
+  std::string window = param_text("r", w[2]) + "," + param_text("s", w[3]) + "," +
+                       param_text("stride", a.stride) + "," + pads + "," +
+                       param_text("dilation", a.dilation);
+  std::string image = param_text("n", x[0]) + "," + param_text("c", x[1]) + "," +
+                      param_text("h", x[2]) + "," + param_text("w", x[3]);
   Shape out = infer_conv(c);
   if (a.groups == x[1] && w[0] == x[1]) return {"dwconv2d:" + image + "," + window, {0, 1}, 2, out};
-  return {"conv2d:" + image + "," + kv("k", w[0]) + "," + window + "," + kv("groups", a.groups),
+  return {"conv2d:" + image + "," + param_text("k", w[0]) + "," + window + "," +
+              param_text("groups", a.groups),
           {0, 1},
           2,
           out};
@@ -134,8 +133,9 @@ void validate_conv(const TaskSpec& spec) {
 }
 
 std::string conv_spec(int64_t c, int64_t h, int64_t k, int64_t r, int64_t stride) {
-  return "conv2d:n=1," + kv("c", c) + "," + kv("h", h) + "," + kv("w", h) + "," + kv("k", k) + "," +
-         kv("r", r) + "," + kv("s", r) + "," + kv("stride", stride) + "," + kv("pad", r / 2);
+  return "conv2d:n=1," + param_text("c", c) + "," + param_text("h", h) + "," + param_text("w", h) +
+         "," + param_text("k", k) + "," + param_text("r", r) + "," + param_text("s", r) + "," +
+         param_text("stride", stride) + "," + param_text("pad", r / 2);
 }
 
 std::vector<std::string> conv_corpus() {
@@ -163,9 +163,10 @@ std::vector<std::string> dwconv_corpus() {
     for (int h : {7, 14, 28, 56, 112})
       for (int r : {3, 5})
         for (int stride : {1, 2})
-          tasks.push_back("dwconv2d:n=1," + kv("c", c) + "," + kv("h", h) + "," + kv("w", h) + "," +
-                          kv("r", r) + "," + kv("s", r) + "," + kv("stride", stride) + "," +
-                          kv("pad", r / 2) + "+bias+relu6");
+          tasks.push_back("dwconv2d:n=1," + param_text("c", c) + "," + param_text("h", h) + "," +
+                          param_text("w", h) + "," + param_text("r", r) + "," + param_text("s", r) +
+                          "," + param_text("stride", stride) + "," + param_text("pad", r / 2) +
+                          "+bias+relu6");
   return tasks;
 }
 

@@ -7,8 +7,8 @@
 //              s [N,C])
 //   tasks:     elementwise (X [rows, cols] through its epilogue), channel_scale
 //   ONNX:      the operators above as ONNX spells them, Clip, BatchNormalization
-// Unary and binary operators fuse after an anchor as epilogue steps; each is written
-// once as a scalar function (the reference) and once as a Halide expression. The
+// Unary and binary operators fuse after an anchor as epilogue steps; each is written once,
+// as a template that is both its reference (on doubles) and its Halide expression. The
 // transcendental ones use exp (vectorized in Halide) where Halide's own would be a
 // scalar libm call: tanh(x) = 2 sigmoid(2x) - 1, gelu = x sigmoid(2u) (exactly the
 // tanh form).
@@ -23,146 +23,126 @@ namespace {
 
 using Halide::Expr;
 
-// ---- scalar functions (reference semantics, in double) ----
+// ---- each operator's value, written once ----
+// For doubles (the reference semantics) and for Halide expressions (the epilogue steps of
+// a task's algorithm): the functions below resolve to the std:: or Halide:: ones.
 
-double sigmoid(double x) {
-  return 1.0 / (1.0 + std::exp(-x));
+double exp_of(double x) {
+  return std::exp(x);
 }
-double relu6(double x) {
-  return std::min(std::max(x, 0.0), 6.0);
+Expr exp_of(const Expr& x) {
+  return Halide::exp(x);
+}
+double log_of(double x) {
+  return std::log(x);
+}
+Expr log_of(const Expr& x) {
+  return Halide::log(x);
+}
+double sqrt_of(double x) {
+  return std::sqrt(x);
+}
+Expr sqrt_of(const Expr& x) {
+  return Halide::sqrt(x);
+}
+double erf_of(double x) {
+  return std::erf(x);
+}
+Expr erf_of(const Expr& x) {
+  return Halide::erf(x);
+}
+double abs_of(double x) {
+  return std::fabs(x);
+}
+Expr abs_of(const Expr& x) {
+  return Halide::abs(x);
+}
+double floor_of(double x) {
+  return std::floor(x);
+}
+Expr floor_of(const Expr& x) {
+  return Halide::floor(x);
+}
+double pow_of(double x, double y) {
+  return std::pow(x, y);
+}
+Expr pow_of(const Expr& x, const Expr& y) {
+  return Halide::pow(x, y);
+}
+double max_of(double x, double y) {
+  return std::max(x, y);
+}
+Expr max_of(const Expr& x, const Expr& y) {
+  return Halide::max(x, y);
+}
+double min_of(double x, double y) {
+  return std::min(x, y);
+}
+Expr min_of(const Expr& x, const Expr& y) {
+  return Halide::min(x, y);
+}
+double select_of(bool c, double a, double b) {
+  return c ? a : b;
+}
+Expr select_of(const Expr& c, const Expr& a, const Expr& b) {
+  return Halide::select(c, a, b);
 }
 
-double unary_value(OpKind k, double x) {
-  switch (k) {
+template <class T>
+T sigmoid(const T& x) {
+  return 1.0f / (1.0f + exp_of(-x));
+}
+template <class T>
+T relu6(const T& x) {
+  return min_of(max_of(x, T(0.0f)), T(6.0f));
+}
+
+template <OpKind K, class T>
+T unary(const T& x) {
+  switch (K) {
     case OpKind::Relu:
-      return std::max(x, 0.0);
+      return max_of(x, T(0.0f));
     case OpKind::Relu6:
       return relu6(x);
     case OpKind::Gelu:
-      return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+      return x * sigmoid(T(2.0f) * 0.7978845608f * (x + 0.044715f * x * x * x));
     case OpKind::GeluErf:
-      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+      return 0.5f * x * (1.0f + erf_of(x * 0.70710678118654752f));
     case OpKind::Silu:
       return x * sigmoid(x);
     case OpKind::Sigmoid:
       return sigmoid(x);
     case OpKind::Tanh:
-      return std::tanh(x);
+      return 2.0f * sigmoid(T(2.0f) * x) - 1.0f;
     case OpKind::Exp:
-      return std::exp(x);
+      return exp_of(x);
     case OpKind::Log:
-      return std::log(x);
+      return log_of(x);
     case OpKind::Sqrt:
-      return std::sqrt(x);
-    case OpKind::Reciprocal:
-      return 1.0 / x;
-    case OpKind::Neg:
-      return -x;
-    case OpKind::Abs:
-      return std::fabs(x);
-    case OpKind::Erf:
-      return std::erf(x);
-    case OpKind::Softplus:
-      return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x)));
-    case OpKind::HardSwish:
-      return x * relu6(x + 3.0) / 6.0;
-    case OpKind::HardSigmoid:
-      return relu6(x + 3.0) / 6.0;
-    case OpKind::Not:
-      return x == 0 ? 1.0 : 0.0;
-    default:
-      throw Error("ops: " + op_name(k) + " is not unary");
-  }
-}
-
-double binary_value(OpKind k, double x, double y) {
-  switch (k) {
-    case OpKind::Add:
-      return x + y;
-    case OpKind::Sub:
-      return x - y;
-    case OpKind::Mul:
-      return x * y;
-    case OpKind::Div:
-      return x / y;
-    case OpKind::Pow:
-      return std::pow(x, y);
-    case OpKind::Min:
-      return std::min(x, y);
-    case OpKind::Max:
-      return std::max(x, y);
-    case OpKind::Mod:
-      return y == 0 ? std::nan("") : x - y * std::floor(x / y);
-    case OpKind::LeakyRelu:
-      return x < 0 ? y * x : x;
-    case OpKind::Equal:
-      return x == y ? 1.0 : 0.0;
-    case OpKind::Less:
-      return x < y ? 1.0 : 0.0;
-    case OpKind::Greater:
-      return x > y ? 1.0 : 0.0;
-    default:
-      throw Error("ops: " + op_name(k) + " is not binary");
-  }
-}
-
-// ---- the same as Halide expressions (epilogue steps) ----
-
-Expr h_sigmoid(Expr x) {
-  return 1.0f / (1.0f + Halide::exp(-x));
-}
-Expr h_relu6(Expr x) {
-  return Halide::clamp(x, 0.0f, 6.0f);
-}
-
-template <OpKind K>
-Expr halide_unary(const Expr& x, const Expr&) {
-  switch (K) {
-    case OpKind::Relu:
-      return Halide::max(x, 0.0f);
-    case OpKind::Relu6:
-      return h_relu6(x);
-    case OpKind::Gelu: {
-      Expr u = 0.7978845608f * (x + 0.044715f * x * x * x);
-      return x * h_sigmoid(2.0f * u);
-    }
-    case OpKind::GeluErf:
-      return 0.5f * x * (1.0f + Halide::erf(x * 0.70710678118654752f));
-    case OpKind::Silu:
-      return x * h_sigmoid(x);
-    case OpKind::Sigmoid:
-      return h_sigmoid(x);
-    case OpKind::Tanh:
-      return 2.0f * h_sigmoid(2.0f * x) - 1.0f;
-    case OpKind::Exp:
-      return Halide::exp(x);
-    case OpKind::Log:
-      return Halide::log(x);
-    case OpKind::Sqrt:
-      return Halide::sqrt(x);
+      return sqrt_of(x);
     case OpKind::Reciprocal:
       return 1.0f / x;
     case OpKind::Neg:
       return -x;
     case OpKind::Abs:
-      return Halide::abs(x);
+      return abs_of(x);
     case OpKind::Erf:
-      return Halide::erf(x);
+      return erf_of(x);
     case OpKind::Softplus:
-      return Halide::max(x, 0.0f) + Halide::log(1.0f + Halide::exp(-Halide::abs(x)));
+      return max_of(x, T(0.0f)) + log_of(1.0f + exp_of(-abs_of(x)));
     case OpKind::HardSwish:
-      return x * h_relu6(x + 3.0f) * (1.0f / 6.0f);
+      return x * relu6(x + 3.0f) * (1.0f / 6.0f);
     case OpKind::HardSigmoid:
-      return h_relu6(x + 3.0f) * (1.0f / 6.0f);
+      return relu6(x + 3.0f) * (1.0f / 6.0f);
     case OpKind::Not:
-      return Halide::select(x == 0.0f, 1.0f, 0.0f);
+      return select_of(x == 0.0f, T(1.0f), T(0.0f));
     default:
       return x;
   }
 }
 
-template <OpKind K>
-Expr halide_binary(const Expr& x, const Expr& y) {
+template <OpKind K, class T>
+T binary(const T& x, const T& y) {
   switch (K) {
     case OpKind::Add:
       return x + y;
@@ -173,24 +153,41 @@ Expr halide_binary(const Expr& x, const Expr& y) {
     case OpKind::Div:
       return x / y;
     case OpKind::Pow:
-      return Halide::pow(x, y);
+      return pow_of(x, y);
     case OpKind::Min:
-      return Halide::min(x, y);
+      return min_of(x, y);
     case OpKind::Max:
-      return Halide::max(x, y);
+      return max_of(x, y);
     case OpKind::Mod:
-      return x - y * Halide::floor(x / y);
+      return x - y * floor_of(x / y);
     case OpKind::LeakyRelu:
-      return Halide::select(x < 0.0f, y * x, x);
+      return select_of(x < 0.0f, y * x, x);
     case OpKind::Equal:
-      return Halide::select(x == y, 1.0f, 0.0f);
+      return select_of(x == y, T(1.0f), T(0.0f));
     case OpKind::Less:
-      return Halide::select(x < y, 1.0f, 0.0f);
+      return select_of(x < y, T(1.0f), T(0.0f));
     case OpKind::Greater:
-      return Halide::select(x > y, 1.0f, 0.0f);
+      return select_of(x > y, T(1.0f), T(0.0f));
     default:
       return x;
   }
+}
+
+template <OpKind K>
+double scalar_unary(double x, double) {
+  return unary<K>(x);
+}
+template <OpKind K>
+double scalar_binary(double x, double y) {
+  return binary<K>(x, y);
+}
+template <OpKind K>
+Expr halide_unary(const Expr& x, const Expr&) {
+  return unary<K>(x);
+}
+template <OpKind K>
+Expr halide_binary(const Expr& x, const Expr& y) {
+  return binary<K>(x, y);
 }
 
 // ---- graph ops ----
@@ -215,7 +212,8 @@ DType where_dtype(const OpCall& c) {
 
 TensorValue reference_unary(const OpCall& c, const std::vector<const TensorValue*>& in) {
   TensorValue out = *in[0];
-  for (double& v : out.data) v = unary_value(c.kind, v);
+  double (*f)(double, double) = op_def(c.kind).scalar;
+  for (double& v : out.data) v = f(v, 0.0);
   return out;
 }
 
@@ -228,7 +226,7 @@ TensorValue reference_binary(const OpCall& c, const std::vector<const TensorValu
     double x = a.data[i], y = b.data[j];
     // Integer division truncates toward zero, as in ONNX (and C).
     out.data[o] = integer && c.kind == OpKind::Div ? (y == 0 ? 0 : std::trunc(x / y))
-                                                   : binary_value(c.kind, x, y);
+                                                   : op_def(c.kind).scalar(x, y);
   });
   return out;
 }
@@ -291,15 +289,6 @@ AnchorTask channel_scale_task(const OpCall& c) {
           {0, 1},
           -1,
           x};
-}
-
-template <OpKind K>
-double scalar_unary(double x, double) {
-  return unary_value(K, x);
-}
-template <OpKind K>
-double scalar_binary(double x, double y) {
-  return binary_value(K, x, y);
 }
 
 template <OpKind K>

@@ -18,10 +18,6 @@ using Halide::Func;
 using Halide::ImageParam;
 using Halide::RDom;
 
-std::string kv(const std::string& key, int64_t value) {
-  return key + "=" + std::to_string(value);
-}
-
 // ---- graph ops ----
 
 Shape infer_dense(const OpCall& c) {
@@ -81,10 +77,11 @@ TensorValue reference_matmul(const OpCall& c, const std::vector<const TensorValu
 AnchorTask dense_task(const OpCall& c) {
   const Shape &x = c.inputs[0], &w = c.inputs[1];
   int64_t rows = element_count(x) / x.back();
-  return {"dense:" + kv("m", rows) + "," + kv("n", w[1]) + "," + kv("k", w[0]),
-          {0, 1},
-          2,
-          {rows, w[1]}};
+  return {
+      "dense:" + param_text("m", rows) + "," + param_text("n", w[1]) + "," + param_text("k", w[0]),
+      {0, 1},
+      2,
+      {rows, w[1]}};
 }
 
 // Equal batch dims: a batched product; a right-hand side without batch dims: one matrix
@@ -94,7 +91,8 @@ AnchorTask matmul_task(const OpCall& c) {
   int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
   Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
   if (element_count(b_batch) == 1)
-    return {"matmul:" + kv("m", element_count(a_batch) * m) + "," + kv("n", n) + "," + kv("k", k),
+    return {"matmul:" + param_text("m", element_count(a_batch) * m) + "," + param_text("n", n) +
+                "," + param_text("k", k),
             {0, 1},
             -1,
             {element_count(a_batch) * m, n}};
@@ -102,8 +100,8 @@ AnchorTask matmul_task(const OpCall& c) {
   if (element_count(a_batch) != element_count(batch) ||
       element_count(b_batch) != element_count(batch))
     c.fail(shape_text(a) + " x " + shape_text(b) + ": a broadcast left operand has no task yet");
-  return {"batch_matmul:" + kv("b", element_count(batch)) + "," + kv("m", m) + "," + kv("n", n) +
-              "," + kv("k", k),
+  return {"batch_matmul:" + param_text("b", element_count(batch)) + "," + param_text("m", m) + "," +
+              param_text("n", n) + "," + param_text("k", k),
           {0, 1},
           -1,
           {element_count(batch), m, n}};
@@ -144,7 +142,8 @@ void build_batch_matmul(PipelineBuilder& b) {
 }
 
 std::string format3(const char* op, int64_t m, int64_t n, int64_t k) {
-  return std::string(op) + ":" + kv("m", m) + "," + kv("n", n) + "," + kv("k", k);
+  return std::string(op) + ":" + param_text("m", m) + "," + param_text("n", n) + "," +
+         param_text("k", k);
 }
 
 std::vector<std::string> matmul_corpus() {
@@ -171,8 +170,8 @@ std::vector<std::string> batch_matmul_corpus() {
   for (int b : {4, 12, 16})
     for (int mn : {64, 128, 256})
       for (int k : {32, 64, 128})
-        tasks.push_back("batch_matmul:" + kv("b", b) + "," + kv("m", mn) + "," + kv("n", mn) + "," +
-                        kv("k", k));
+        tasks.push_back("batch_matmul:" + param_text("b", b) + "," + param_text("m", mn) + "," +
+                        param_text("n", mn) + "," + param_text("k", k));
   return tasks;
 }
 

@@ -279,10 +279,6 @@ TensorValue reference_scatter(const OpCall& c, const std::vector<const TensorVal
 
 // ---- tasks ----
 
-std::string kv(const std::string& key, int64_t value) {
-  return key + "=" + std::to_string(value);
-}
-
 constexpr int kMaxParts = 8;
 constexpr int kViewRank = 4;
 
@@ -295,10 +291,10 @@ AnchorTask concat_task(const OpCall& c) {
   int64_t outer = 1, inner = 1, total = 0;
   for (size_t d = 0; d < x.size(); ++d)
     if (d != axis) (d < axis ? outer : inner) *= x[d];
-  std::string spec = "concat:" + kv("outer", outer) + "," + kv("inner", inner);
+  std::string spec = "concat:" + param_text("outer", outer) + "," + param_text("inner", inner);
   std::vector<int> inputs;
   for (size_t k = 0; k < c.inputs.size(); ++k) {
-    spec += "," + kv("p" + std::to_string(k), c.inputs[k][axis]);
+    spec += "," + param_text("p" + std::to_string(k), c.inputs[k][axis]);
     total += c.inputs[k][axis];
     inputs.push_back(int(k));
   }
@@ -393,8 +389,8 @@ AnchorTask slice_task(const OpCall& c) {
   std::string spec = "slice:";
   for (int d = 0; d < kViewRank; ++d) {
     std::string i = std::to_string(d);
-    spec += (d ? "," : "") + kv("d" + i, v.in[d]) + "," + kv("o" + i, out[d]) + "," +
-            kv("s" + i, v.a[d]) + "," + kv("t" + i, v.b[d]);
+    spec += (d ? "," : "") + param_text("d" + i, v.in[d]) + "," + param_text("o" + i, out[d]) +
+            "," + param_text("s" + i, v.a[d]) + "," + param_text("t" + i, v.b[d]);
   }
   return {spec, {0}, -1, out};
 }
@@ -447,7 +443,8 @@ AnchorTask pad_task(const OpCall& c) {
   std::string spec = std::string("pad:mode=") + modes[mode];
   for (int d = 0; d < kViewRank; ++d) {
     std::string i = std::to_string(d);
-    spec += "," + kv("d" + i, v.in[d]) + "," + kv("b" + i, v.a[d]) + "," + kv("e" + i, v.b[d]);
+    spec += "," + param_text("d" + i, v.in[d]) + "," + param_text("b" + i, v.a[d]) + "," +
+            param_text("e" + i, v.b[d]);
   }
   char value[64];
   std::snprintf(value, sizeof value, ",value=%.9g", c.real("value", 0.0));
@@ -495,8 +492,8 @@ AnchorTask gather_task(const OpCall& c) {
   int64_t outer = 1, inner = 1, n = element_count(indices);
   for (size_t d = 0; d < data.size(); ++d)
     if (d != axis) (d < axis ? outer : inner) *= data[d];
-  return {"gather:" + kv("outer", outer) + "," + kv("rows", data[axis]) + "," + kv("inner", inner) +
-              "," + kv("n", n),
+  return {"gather:" + param_text("outer", outer) + "," + param_text("rows", data[axis]) + "," +
+              param_text("inner", inner) + "," + param_text("n", n),
           {0, 1},
           -1,
           {outer, n, inner}};
@@ -519,9 +516,10 @@ std::vector<std::string> concat_corpus() {
   for (int hw : {196, 784, 3136})
     for (const char* parts :
          {"p0=64,p1=128,p2=32,p3=32", "p0=128,p1=192,p2=96,p3=64", "p0=96,p1=96"})
-      tasks.push_back("concat:outer=1," + kv("inner", hw) + "," + parts);
+      tasks.push_back("concat:outer=1," + param_text("inner", hw) + "," + parts);
   for (int c : {96, 192, 384})
-    tasks.push_back("concat:" + kv("outer", 784) + "," + kv("inner", c) + ",p0=1,p1=1,p2=1,p3=1");
+    tasks.push_back("concat:" + param_text("outer", 784) + "," + param_text("inner", c) +
+                    ",p0=1,p1=1,p2=1,p3=1");
   return tasks;
 }
 
@@ -529,12 +527,13 @@ std::vector<std::string> slice_corpus() {
   std::vector<std::string> tasks;
   for (int hw : {28, 56})
     for (int c : {96, 192})
-      tasks.push_back("slice:" + kv("d1", hw) + "," + kv("d2", hw) + "," + kv("d3", c) + "," +
-                      kv("o1", hw / 2) + "," + kv("o2", hw / 2) + ",s1=1,t1=2,t2=2");
+      tasks.push_back("slice:" + param_text("d1", hw) + "," + param_text("d2", hw) + "," +
+                      param_text("d3", c) + "," + param_text("o1", hw / 2) + "," +
+                      param_text("o2", hw / 2) + ",s1=1,t1=2,t2=2");
   for (int rows : {128, 512})
     for (int d : {64, 128})
-      tasks.push_back("slice:" + kv("d2", rows) + "," + kv("d3", d) + "," + kv("o3", d / 2) + "," +
-                      kv("s3", d / 2));
+      tasks.push_back("slice:" + param_text("d2", rows) + "," + param_text("d3", d) + "," +
+                      param_text("o3", d / 2) + "," + param_text("s3", d / 2));
   return tasks;
 }
 
@@ -542,8 +541,8 @@ std::vector<std::string> pad_corpus() {
   std::vector<std::string> tasks;
   for (int c : {64, 192, 288})
     for (int hw : {35, 56})
-      tasks.push_back("pad:" + kv("d1", c) + "," + kv("d2", hw) + "," + kv("d3", hw) +
-                      ",b2=1,b3=1,e2=1,e3=1");
+      tasks.push_back("pad:" + param_text("d1", c) + "," + param_text("d2", hw) + "," +
+                      param_text("d3", hw) + ",b2=1,b3=1,e2=1,e3=1");
   for (const char* mode : {"reflect", "edge"})
     tasks.push_back(std::string("pad:mode=") + mode + ",d1=64,d2=64,d3=64,b2=3,b3=3,e2=3,e3=3");
   return tasks;
@@ -553,7 +552,7 @@ std::vector<std::string> gather_corpus() {
   std::vector<std::string> tasks;
   for (int rows : {512, 30522, 50257})
     for (int n : {1, 128, 512})
-      tasks.push_back("gather:" + kv("rows", rows) + ",inner=768," + kv("n", n));
+      tasks.push_back("gather:" + param_text("rows", rows) + ",inner=768," + param_text("n", n));
   return tasks;
 }
 

@@ -22,10 +22,6 @@ using Halide::ImageParam;
 using Halide::RDom;
 using Halide::Var;
 
-std::string kv(const std::string& key, int64_t value) {
-  return key + "=" + std::to_string(value);
-}
-
 struct PoolWindow {
   int64_t r, s, stride, pad, pad_w, dilation, ceil, count_pad;
 };
@@ -113,12 +109,13 @@ AnchorTask pool_task(const OpCall& c) {
   const Shape& x = c.inputs[0];
   PoolWindow p = pool_window(c);
   bool is_max = c.kind == OpKind::MaxPool;
-  std::string spec = std::string("pool2d:kind=") + (is_max ? "max" : "avg") + "," + kv("n", x[0]) +
-                     "," + kv("c", x[1]) + "," + kv("h", x[2]) + "," + kv("w", x[3]) + "," +
-                     kv("r", p.r) + "," + kv("s", p.s) + "," + kv("stride", p.stride) + "," +
-                     kv("pad", p.pad) + "," + kv("pad_w", p.pad_w) + "," +
-                     kv("dilation", p.dilation) + "," + kv("ceil", p.ceil);
-  if (!is_max) spec += "," + kv("count_pad", p.count_pad);
+  std::string spec =
+      std::string("pool2d:kind=") + (is_max ? "max" : "avg") + "," + param_text("n", x[0]) + "," +
+      param_text("c", x[1]) + "," + param_text("h", x[2]) + "," + param_text("w", x[3]) + "," +
+      param_text("r", p.r) + "," + param_text("s", p.s) + "," + param_text("stride", p.stride) +
+      "," + param_text("pad", p.pad) + "," + param_text("pad_w", p.pad_w) + "," +
+      param_text("dilation", p.dilation) + "," + param_text("ceil", p.ceil);
+  if (!is_max) spec += "," + param_text("count_pad", p.count_pad);
   return {spec, {0}, -1, infer_pool(c)};
 }
 
@@ -143,7 +140,8 @@ TensorValue reference_global(const OpCall& c, const std::vector<const TensorValu
 AnchorTask global_task(const OpCall& c) {
   const Shape& x = c.inputs[0];
   return {std::string("global_pool:kind=") + (c.kind == OpKind::GlobalMaxPool ? "max" : "avg") +
-              "," + kv("n", x[0]) + "," + kv("c", x[1]) + "," + kv("h", x[2]) + "," + kv("w", x[3]),
+              "," + param_text("n", x[0]) + "," + param_text("c", x[1]) + "," +
+              param_text("h", x[2]) + "," + param_text("w", x[3]),
           {0},
           -1,
           {x[0], x[1]}};
@@ -228,13 +226,15 @@ void build_global_pool(PipelineBuilder& b) {
 std::vector<std::string> pool_corpus() {
   std::vector<std::string> tasks;
   for (int c : {64, 256}) {
-    tasks.push_back("pool2d:kind=max,n=1," + kv("c", c) + ",h=112,w=112,r=3,s=3,stride=2,pad=1");
-    tasks.push_back("pool2d:kind=avg,n=1," + kv("c", c) + ",h=56,w=56,r=2,s=2,stride=2");
+    tasks.push_back("pool2d:kind=max,n=1," + param_text("c", c) +
+                    ",h=112,w=112,r=3,s=3,stride=2,pad=1");
+    tasks.push_back("pool2d:kind=avg,n=1," + param_text("c", c) + ",h=56,w=56,r=2,s=2,stride=2");
   }
   for (int c : {64, 192, 480}) {
-    tasks.push_back("pool2d:kind=max,n=1," + kv("c", c) + ",h=55,w=55,r=3,s=3,stride=2,ceil=1");
-    tasks.push_back("pool2d:kind=avg,n=1," + kv("c", c) + ",h=35,w=35,r=3,s=3,pad=1");
-    tasks.push_back("pool2d:kind=max,n=1," + kv("c", c) + ",h=28,w=28,r=3,s=3,pad=1");
+    tasks.push_back("pool2d:kind=max,n=1," + param_text("c", c) +
+                    ",h=55,w=55,r=3,s=3,stride=2,ceil=1");
+    tasks.push_back("pool2d:kind=avg,n=1," + param_text("c", c) + ",h=35,w=35,r=3,s=3,pad=1");
+    tasks.push_back("pool2d:kind=max,n=1," + param_text("c", c) + ",h=28,w=28,r=3,s=3,pad=1");
   }
   return tasks;
 }
@@ -242,10 +242,10 @@ std::vector<std::string> pool_corpus() {
 std::vector<std::string> global_pool_corpus() {
   std::vector<std::string> tasks;
   for (int c : {512, 1280, 2048})
-    tasks.push_back("global_pool:kind=avg,n=1," + kv("c", c) + ",h=7,w=7");
+    tasks.push_back("global_pool:kind=avg,n=1," + param_text("c", c) + ",h=7,w=7");
   for (int c : {96, 240, 672})
     for (const char* kind : {"avg", "max"})
-      tasks.push_back(std::string("global_pool:kind=") + kind + ",n=1," + kv("c", c) +
+      tasks.push_back(std::string("global_pool:kind=") + kind + ",n=1," + param_text("c", c) +
                       ",h=14,w=14");
   return tasks;
 }
