@@ -6,8 +6,11 @@
 # excluded), into bench/results/records.db. Resumable: each search tops up to TRIALS of
 # its method, so a rerun after an interruption continues where it stopped. Progress:
 # tasks done / total, ETA.
+# With ONNX_DIR, the tasks of every .onnx file there come after them (the full-size model
+# set of bench/accept_onnx.sh, whose new task kinds and shapes the zoo lacks).
 #   TRIALS=128 bash bench/gen_tuning_data.sh [tlm executable]
 #   METHOD=transfer TRIALS=32 bash bench/gen_tuning_data.sh
+#   ONNX_DIR=bench/results/onnx-full METHOD=transfer TRIALS=32 bash bench/gen_tuning_data.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tlm=${1:-./build/src/cli/tlm}
@@ -22,6 +25,9 @@ held_out=$(grep -v '^#' bench/heldout_tasks.txt | while read -r t; do
   grep -v '^#' bench/tuning_extra_tasks.txt | while read -r t; do
     "$tlm" space "$t" | head -1 | cut -d' ' -f2; done
   for m in resnet50 mobilenetv2 efficientnet-b0 bert-base gpt2; do "$tlm" tasks "$m" --specs; done
+  if [ -n "${ONNX_DIR:-}" ]; then
+    for f in "$ONNX_DIR"/*.onnx; do "$tlm" tasks "$f" --specs; done
+  fi
 } | awk '!seen[$0]++' | grep -v -F -x -f <(echo "$held_out") > "$list"
 total=$(wc -l < "$list")
 done_tasks=0

@@ -68,9 +68,15 @@ TEST(ScheduleSpace, SizeMatchesBruteForce) {
   }
 }
 
-TEST(ScheduleSpace, TileValuesAreAllDivisors) {
+// Cache tiles: every divisor of the loop, and the powers of two that do not divide it (the
+// last tile shifts inward); register tiles divide the cache tile.
+TEST(ScheduleSpace, TileValuesAreDivisorsAndPowersOfTwo) {
   ScheduleSpace space(describe_task(parse_task_spec("matmul:m=1024,n=768,k=64")));
-  EXPECT_EQ(space.legal_values(0, {}), divisors(768));
+  std::vector<int64_t> cache = divisors(768);
+  cache.insert(cache.end() - 1, 512);
+  EXPECT_EQ(space.legal_values(0, {}), cache);
+  ScheduleSpace prime(describe_task(parse_task_spec("matmul:m=8,n=71,k=8")));
+  EXPECT_EQ(prime.legal_values(0, {}), (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 71}));
   EXPECT_EQ(divisors(12), (std::vector<int64_t>{1, 2, 3, 4, 6, 12}));
   std::vector<int64_t> prefix = {96};
   EXPECT_EQ(space.legal_values(1, prefix), divisors(96));
@@ -100,7 +106,7 @@ TEST(ScheduleSpace, SamplingCoversEveryValueOfAFixedPoint) {
   ASSERT_EQ(space.point(1).name, "out.tile1.d0");
   std::set<int64_t> seen;
   for (int i = 0; i < 400; ++i) seen.insert(space.sample(rng)[1]);
-  EXPECT_EQ(seen.size(), divisors(14).size());
+  EXPECT_EQ(seen, (std::set<int64_t>{1, 2, 4, 7, 8, 14}));
 }
 
 }  // namespace

@@ -150,6 +150,7 @@ std::vector<PlanStep> dependency_order(std::vector<PlanStep> steps, const Plan& 
 }
 
 std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder& b) {
+  // (a copy no task expresses is a layout step, below)
   std::vector<PlanStep> steps;
   for (size_t i = 0; i < p.tasks.size(); ++i) {
     TaskShape shape = describe_task(parse_task_spec(p.tasks[i].spec));
@@ -177,13 +178,14 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
                        shapes});
     }
   }
-  for (const Node& n : g.nodes()) {
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
     OpRole role = op_def(n.op).role;
     if (role == OpRole::View) {
       b.plan.tensors[n.output].kind = TensorKind::View;
       b.plan.tensors[n.output].view_of = n.inputs[0];
     }
-    if (role != OpRole::Copy) continue;
+    if (role != OpRole::Copy || p.node_task[i] >= 0) continue;
     b.plan.tensors[n.output].kind = TensorKind::Activation;
     steps.push_back({StepKind::Transpose, "", "", {n.inputs[0]}, n.output, n.attrs.at("perm"), {}});
   }

@@ -228,14 +228,15 @@ Partition partition_graph(const Graph& g) {
     if (p.node_task[i] >= 0) continue;  // fused into an earlier task
     const Node& n = g.nodes()[i];
     OpRole role = op_def(n.op).role;
-    if (role == OpRole::View || role == OpRole::Copy) {
-      p.layout.push_back(n.name);
-      continue;
-    }
     AnchorTask anchor;
     Chain chain;
     std::string why;
-    if (!start_task(g, n, anchor, chain, why)) {
+    // A copy is a task when its definition can express it, else a layout step.
+    if (role == OpRole::View || (role == OpRole::Copy && !start_task(g, n, anchor, chain, why))) {
+      p.layout.push_back(n.name);
+      continue;
+    }
+    if (role != OpRole::Copy && !start_task(g, n, anchor, chain, why)) {
       p.unsupported.push_back(n.name + " (" + op_name(n.op) + "): " + why);
       continue;
     }

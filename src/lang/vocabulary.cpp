@@ -62,6 +62,8 @@ const char* const kWords[] = {
     "op:resize", "oh", "ow", "coord", "round", "nearest", "linear",
     "half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "tf_half_pixel_for_nn",
     "round_prefer_floor", "round_prefer_ceil", "floor",
+    // transpose tasks
+    "op:transpose",
 };
 // clang-format on
 

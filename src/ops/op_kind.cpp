@@ -74,7 +74,7 @@ const std::vector<std::string>& task_names() {
       "matmul", "dense",       "batch_matmul",  "conv2d",    "dwconv2d",
       "pool2d", "global_pool", "softmax",       "layernorm", "rmsnorm",
       "reduce", "elementwise", "channel_scale", "concat",    "slice",
-      "pad",    "gather",      "broadcast",     "resize"};
+      "pad",    "gather",      "broadcast",     "resize",    "transpose"};
   return names;
 }
 

@@ -97,6 +97,7 @@ enum class TaskKind : uint8_t {
   Gather,
   Broadcast,  // an elementwise chain over a rank-4 view, operands along any of its dims
   Resize,
+  Transpose,
   Count
 };
 

@@ -55,7 +55,8 @@ enum class OpRole : uint8_t {
   Anchor,       // becomes a task of its own, with the elementwise chain after it fused
   Elementwise,  // an epilogue step after an anchor, or part of an elementwise task
   View,         // the same memory seen with another shape
-  Copy,         // data moved without arithmetic: a layout step of the runtime
+  Copy,         // data moved without arithmetic: a task when its definition can express it
+                // (`task`), else a layout step of the runtime
 };
 
 // How an anchor node becomes a task: its spec without epilogue, which of the node's

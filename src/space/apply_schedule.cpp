@@ -41,7 +41,8 @@ struct OutputLoops {
   bool parallel = false;
 };
 
-OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s) {
+OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s,
+                            const std::vector<int64_t>& extents) {
   Func out = stage.func;
   size_t dims = stage.vars.size();
   std::vector<Var> outer, mid, inner;
@@ -51,8 +52,11 @@ OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s) {
     mid.emplace_back(n + "_m");
     inner.emplace_back(n + "_i");
     Var tile(n + "_t");
-    out.split(stage.vars[d], outer[d], tile, static_cast<int>(s.tile1[d]))
-        .split(tile, mid[d], inner[d], static_cast<int>(s.tile2[d]));
+    // A cache tile that does not divide its loop guards its last tile.
+    TailStrategy tail =
+        extents[d] % s.tile1[d] == 0 ? TailStrategy::Auto : TailStrategy::ShiftInwards;
+    out.split(stage.vars[d], outer[d], tile, static_cast<int>(s.tile1[d]), tail)
+        .split(tile, mid[d], inner[d], static_cast<int>(s.tile2[d]), tail);
   }
   std::vector<int> tile_dims = dims_vector_first(dims, s.vector_dim);
   std::vector<VarOrRVar> order;
@@ -137,8 +141,15 @@ void schedule_anchor(PipelineStage& stage, const StageShape& shape, const StageS
   int vdim = stage_vector_dim(shape, out.vector_dim);
   size_t dims = stage.vars.size();
   std::vector<int64_t> tile_extent(dims, 1);
-  for (size_t d = 0; d < dims; ++d)
+  for (size_t d = 0; d < dims; ++d) {
     if (shape.output_dim[d] >= 0) tile_extent[d] = out.tile2[shape.output_dim[d]];
+    // At root the stage spans its whole loop: a register tile that does not divide it
+    // (its cache tile shifting inward) becomes the whole loop (Halide 14 miscomputes a
+    // guarded, vectorized tail of an update).
+    if (s.location == kRoot && shape.extents[d] % tile_extent[d] != 0)
+      tile_extent[d] = shape.extents[d];
+  }
+  int width = tile_extent[size_t(vdim)] % s.vector_width == 0 ? s.vector_width : 1;
   std::vector<int> tile_dims = dims_vector_first(dims, vdim);
   auto schedule_definition = [&](Halide::Stage def, bool is_update) {
     std::vector<Var> inner, outer;
@@ -156,9 +167,9 @@ void schedule_anchor(PipelineStage& stage, const StageShape& shape, const StageS
       tile.insert(tile.end(), outside.begin(), outside.end());
       def.reorder(tile);
     }
-    if (s.vector_width > 1) def.vectorize(inner[vdim], s.vector_width);
+    if (width > 1) def.vectorize(inner[vdim], width);
     if (out.unroll)
-      for (int d : unrolled_dims(tile_dims, tile_extent, s.vector_width)) def.unroll(inner[d]);
+      for (int d : unrolled_dims(tile_dims, tile_extent, width)) def.unroll(inner[d]);
     if (parallel && s.location == kRoot) def.parallel(outer.back());
   };
   schedule_definition(stage.func, false);
@@ -193,7 +204,8 @@ void schedule_plain_stage(PipelineStage& stage, const StageShape& shape, const S
 }  // namespace
 
 void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule) {
-  OutputLoops loops = schedule_output(pipeline.stages.back(), schedule.output);
+  OutputLoops loops =
+      schedule_output(pipeline.stages.back(), schedule.output, pipeline.shape.output().extents);
   for (size_t i = 0; i + 1 < pipeline.stages.size(); ++i) {
     const StageSchedule& s = schedule.stages[i];
     const StageShape& shape = pipeline.shape.stages[i];

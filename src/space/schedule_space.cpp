@@ -22,6 +22,17 @@ std::vector<int64_t> range(int64_t lo, int64_t hi) {  // [lo, hi]
   return v;
 }
 
+// Cache-tile sizes of a loop of extent n: every divisor, and the powers of two below n
+// that do not divide it (the last tile then shifts inward and overlaps the one before:
+// a prime extent such as 71 would otherwise offer only 1 and 71).
+std::vector<int64_t> tile_sizes(int64_t n) {
+  std::vector<int64_t> sizes = divisors(n);
+  for (int64_t p = 2; p < n; p *= 2)
+    if (n % p) sizes.push_back(p);
+  std::sort(sizes.begin(), sizes.end());
+  return sizes;
+}
+
 std::vector<int64_t> power_of_two_divisors(int64_t n, int64_t cap) {
   std::vector<int64_t> v;
   for (int64_t w = 1; w <= cap && n % w == 0; w *= 2) v.push_back(w);
@@ -69,7 +80,7 @@ void ScheduleSpace::add_output_points() {
   const auto& extents = shape_.output().extents;
   for (size_t d = 0; d < extents.size(); ++d) {
     std::string dim = "d" + std::to_string(d);
-    tile1_.push_back(add({"out.tile1." + dim, DecisionPoint::Rule::Fixed, divisors(extents[d])}));
+    tile1_.push_back(add({"out.tile1." + dim, DecisionPoint::Rule::Fixed, tile_sizes(extents[d])}));
     tile2_.push_back(add({"out.tile2." + dim, DecisionPoint::Rule::DivisorsOf, {}, tile1_.back()}));
   }
   int dims = static_cast<int>(extents.size());
@@ -164,7 +175,11 @@ std::vector<int64_t> ScheduleSpace::legal_values(size_t i,
       size_t dims = p.values.size();
       for (size_t k = 1; k <= dims; ++k) {
         size_t d = dims - k;  // the loop the k-th count adds
-        if (p.values[d] / prefix.at(tile1_.at(d)) > 1) counts.push_back(int64_t(k));
+        int64_t tile = prefix.at(tile1_.at(d));
+        // Only the outermost fused loop may have a last tile that shifts inward (Halide 14
+        // misplaces a shifted loop fused inside another when stages are computed in it).
+        if (k > 1 && p.values[d] % tile != 0) break;
+        if ((p.values[d] + tile - 1) / tile > 1) counts.push_back(int64_t(k));
       }
       return counts;
     }
@@ -198,7 +213,8 @@ std::string ScheduleSpace::describe_point(size_t i) const {
     case DecisionPoint::Rule::AtMost:
       return "{1 .. " + points_[p.ref].name + "}";
     case DecisionPoint::Rule::ParallelLoops:
-      return "0, or k outer loops fused whose k-th (from the outermost) has > 1 iteration";
+      return "0, or k outer loops fused whose k-th (from the outermost) has > 1 iteration, "
+             "the inner ones' tiles dividing their loops";
     case DecisionPoint::Rule::RegionWidth:
       return "powers of two <= " + cap + " dividing the region " + points_[p.ref].name +
              " gives (" + std::to_string(p.extent) + " at root, else the output tile of d" +

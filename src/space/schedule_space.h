@@ -1,7 +1,8 @@
 // ScheduleSpace: every legal schedule of one task on an x86-64 CPU, as a fixed sequence
 // of decision points. Each point offers every legal value given the decisions before it
-// (tile sizes are all divisors, not a hand-picked few), so any sequence of legal choices
-// is a schedule that compiles and computes the reference result.
+// (cache tiles are all divisors of their loop, plus the powers of two below it, whose last
+// tile shifts inward; register tiles divide cache tiles), so any sequence of legal
+// choices is a schedule that compiles and computes the reference result.
 //
 // Sketch rules (in the spirit of Ansor's CPU sketches), in point order:
 //   layout       : weights packed in blocks of output channels (conv), or plain

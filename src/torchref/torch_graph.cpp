@@ -176,14 +176,35 @@ T resize(const Node& n, const Inputs& in) {
   };
   T sy = source(h, oh), sx = source(w, ow);
   if (n.attr("mode", 0) == 0) {
-    auto nearest = [&](const T& x, int64_t size) {
-      T r = round == 2   ? x.floor()
-            : round == 3 ? x.ceil()
-            : round == 1 ? (x + 0.5).floor()
-                         : (x - 0.5).ceil();
-      return r.clamp(0, size - 1).to(torch::kLong);
+    // The source coordinate as an exact fraction, so rounding at exact halves is ONNX's.
+    auto nearest = [&](int64_t size, int64_t out) {
+      T o = torch::arange(out, torch::kLong), num, den;
+      switch (coord) {
+        case 1:
+          num = o * size, den = torch::full({out}, out, torch::kLong);
+          break;
+        case 2:
+          num = out > 1 ? o * (size - 1) : o * 0,
+          den = torch::full({out}, std::max<int64_t>(out - 1, 1), torch::kLong);
+          break;
+        case 3:
+          num = out > 1 ? (2 * o + 1) * size - out : o * 0,
+          den = torch::full({out}, 2 * out, torch::kLong);
+          break;
+        case 4:
+          num = (2 * o + 1) * size, den = torch::full({out}, 2 * out, torch::kLong);
+          break;
+        default:
+          num = (2 * o + 1) * size - out, den = torch::full({out}, 2 * out, torch::kLong);
+      }
+      auto floor_div = [](const T& a, const T& b) { return torch::div(a, b, "floor"); };
+      T r = round == 2   ? floor_div(num, den)
+            : round == 3 ? -floor_div(-num, den)
+            : round == 1 ? floor_div(2 * num + den, 2 * den)
+                         : -floor_div(den - 2 * num, 2 * den);
+      return r.clamp(0, size - 1);
     };
-    return in[0].index_select(2, nearest(sy, h)).index_select(3, nearest(sx, w));
+    return in[0].index_select(2, nearest(h, oh)).index_select(3, nearest(w, ow));
   }
   auto taps = [&](T x, int64_t size) {
     x = x.clamp(0, double(size - 1));

@@ -1,11 +1,12 @@
 // The layout family: the same elements in another shape or order.
-//   graph ops: reshape (attribute shape; a view: no data moves), transpose (perm; a copy
-//              the runtime makes as a layout step)
+//   graph ops: reshape (attribute shape; a view: no data moves), transpose (perm)
+//   task:      transpose of a rank-4 view (dims that stay neighbours merged), perm p0..p3
 //   ONNX:      Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Identity, Dropout
 #include <algorithm>
 #include <numeric>
 
 #include "ops/family.h"
+#include "ops/pipeline_builder.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -61,6 +62,89 @@ TensorValue reference_transpose(const OpCall& c, const std::vector<const TensorV
     }
   }
   return out;
+}
+
+// The transpose as a rank-4 view: input dims that stay neighbours in the output merge.
+AnchorTask transpose_task(const OpCall& c) {
+  const Shape& x = c.inputs[0];
+  auto perm = checked_perm(c);
+  // Output dims in order, each the input dim it reads; drop size-1 dims, then merge runs
+  // of consecutive input dims.
+  std::vector<std::vector<int64_t>> groups;  // runs of input dims, in output order
+  for (int64_t p : perm) {
+    if (x[size_t(p)] == 1) continue;
+    if (!groups.empty() && groups.back().back() + 1 == p) {
+      groups.back().push_back(p);
+    } else {
+      groups.push_back({p});
+    }
+  }
+  if (groups.size() > 4) c.fail("a transpose of more than 4 separate dims has no task yet");
+  std::vector<std::vector<int64_t>> by_input = groups;  // the same runs in input order
+  std::sort(by_input.begin(), by_input.end());
+  Shape in, out;
+  std::vector<int64_t> view_perm;
+  for (const auto& g : by_input) {
+    int64_t size = 1;
+    for (int64_t d : g) size *= x[size_t(d)];
+    in.push_back(size);
+  }
+  for (const auto& g : groups) {
+    int64_t at = int64_t(std::find(by_input.begin(), by_input.end(), g) - by_input.begin());
+    view_perm.push_back(at);
+    out.push_back(in[size_t(at)]);
+  }
+  while (in.size() < 4) {  // leading ones: shift the perm
+    in.insert(in.begin(), 1), out.insert(out.begin(), 1);
+    for (int64_t& p : view_perm) ++p;
+    view_perm.insert(view_perm.begin(), 0);
+  }
+  std::string spec = "transpose:";
+  for (int d = 0; d < 4; ++d)
+    spec += (d ? "," : "") + param_text("d" + std::to_string(d), in[size_t(d)]);
+  for (int d = 0; d < 4; ++d)
+    spec += "," + param_text("p" + std::to_string(d), view_perm[size_t(d)]);
+  return {spec, {0}, -1, out};
+}
+
+std::vector<int64_t> transpose_perm(const TaskSpec& t) {
+  std::vector<int64_t> perm;
+  for (int d = 0; d < 4; ++d) perm.push_back(t.get("p" + std::to_string(d)));
+  return perm;
+}
+
+void validate_transpose(const TaskSpec& t) {
+  auto perm = transpose_perm(t), sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted != std::vector<int64_t>{0, 1, 2, 3})
+    throw Error("task spec: transpose p0..p3 must be a permutation of 0..3");
+}
+
+// out[o0, o1, o2, o3] = in[...] with output dim k reading input dim perm[k].
+void build_transpose(PipelineBuilder& b) {
+  const TaskSpec& t = b.task();
+  Shape in = {t.get("d0"), t.get("d1"), t.get("d2"), t.get("d3")}, out;
+  auto perm = transpose_perm(t);
+  for (int64_t p : perm) out.push_back(in[size_t(p)]);
+  Halide::ImageParam X = b.input("X", in);
+  auto vars = make_vars({"x3", "x2", "x1", "x0"});  // innermost first: output dim 3 - k
+  std::vector<Halide::Expr> at(4);
+  for (int k = 0; k < 4; ++k) at[size_t(3 - perm[size_t(k)])] = vars[size_t(3 - k)];
+  b.add_output(X(at), vars, out);
+  b.finish(double(element_count(out)), 1);
+}
+
+std::vector<std::string> transpose_corpus() {
+  std::vector<std::string> tasks;
+  for (int seq : {49, 128, 512})
+    for (int heads : {3, 12})
+      tasks.push_back("transpose:d1=" + std::to_string(seq) + ",d2=" + std::to_string(heads) +
+                      ",d3=64,p0=0,p1=2,p2=1,p3=3");
+  for (int windows : {8, 16})
+    tasks.push_back("transpose:d0=" + std::to_string(windows) +
+                    ",d1=7,d2=" + std::to_string(windows) + ",d3=672,p0=0,p1=2,p2=1,p3=3");
+  tasks.push_back("transpose:d2=768,d3=768,p0=0,p1=1,p2=3,p3=2");
+  return tasks;
 }
 
 // ---- ONNX ----
@@ -161,10 +245,26 @@ void register_layout_family(OpRegistry& r) {
   r.ops.push_back(reshape);
   OpDef transpose;
   transpose.kind = OpKind::Transpose;
-  transpose.role = OpRole::Copy;
+  transpose.role = OpRole::Copy;  // a task when a rank-4 view holds it, else a layout step
   transpose.infer = infer_transpose;
   transpose.reference = reference_transpose;
+  transpose.task = transpose_task;
   r.ops.push_back(transpose);
+  std::vector<ParamSchema> params;
+  for (int d = 0; d < 4; ++d)
+    params.push_back(
+        {"d" + std::to_string(d), d < 3 ? "1" : "", {}, ParamSchema::Kind::Int, d < 3});
+  for (int d = 0; d < 4; ++d)
+    params.push_back({"p" + std::to_string(d), "", {}, ParamSchema::Kind::Int, false, true});
+  r.tasks.push_back({TaskKind::Transpose,
+                     params,
+                     4,
+                     3,
+                     validate_transpose,
+                     build_transpose,
+                     transpose_corpus,
+                     {"transpose:d1=6,d2=5,d3=8,p0=0,p1=2,p2=1,p3=3",
+                      "transpose:d0=2,d1=3,d2=4,d3=5,p0=3,p1=1,p2=0,p3=2+relu"}});
 
   r.onnx.push_back({"Reshape", onnx_reshape});
   r.onnx.push_back({"Flatten", onnx_flatten});

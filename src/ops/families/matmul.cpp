@@ -268,7 +268,7 @@ void register_matmul_family(OpRegistry& r) {
                      nullptr,
                      build_matmul,
                      matmul_corpus,
-                     {"matmul:m=24,n=36,k=20"}});
+                     {"matmul:m=24,n=36,k=20", "matmul:m=17,n=37,k=13+relu"}});
   r.tasks.push_back({TaskKind::Dense,
                      mnk,
                      2,

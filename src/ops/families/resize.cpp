@@ -38,12 +38,48 @@ double source_coordinate(int coord, double o, int64_t in, int64_t out) {
   }
 }
 
-int64_t nearest_index(int round, double x, int64_t in) {
-  double r = round == 2   ? std::floor(x)
-             : round == 3 ? std::ceil(x)
-             : round == 1 ? std::floor(x + 0.5)
-                          : std::ceil(x - 0.5);
-  return std::min<int64_t>(std::max<int64_t>(int64_t(r), 0), in - 1);
+// Output index o's source coordinate as an exact fraction num / den (den > 0), so that
+// nearest rounding at exact halves is the same in every implementation.
+template <class T>
+std::pair<T, T> source_fraction(int coord, const T& o, int64_t in, int64_t out) {
+  switch (coord) {
+    case 1:
+      return {o * T(int(in)), T(int(out))};
+    case 2:
+      return {out > 1 ? o * T(int(in - 1)) : o * T(0), T(int(out > 1 ? out - 1 : 1))};
+    case 3:
+      return {out > 1 ? (2 * o + 1) * T(int(in)) - T(int(out)) : o * T(0), T(int(2 * out))};
+    case 4:
+      return {(2 * o + 1) * T(int(in)), T(int(2 * out))};
+    default:
+      return {(2 * o + 1) * T(int(in)) - T(int(out)), T(int(2 * out))};
+  }
+}
+
+// floor(a / b) for b > 0, on integers or Halide ints (whose division already floors).
+int64_t floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+Halide::Expr floor_div(const Halide::Expr& a, const Halide::Expr& b) {
+  return a / b;
+}
+
+int64_t clamp_index(int64_t i, int64_t in) {
+  return std::min<int64_t>(std::max<int64_t>(i, 0), in - 1);
+}
+Halide::Expr clamp_index(const Halide::Expr& i, int64_t in) {
+  return Halide::clamp(i, 0, int(in - 1));
+}
+
+// The nearest source index of output index o, clamped into the input.
+template <class T>
+T nearest_source(int round, int coord, const T& o, int64_t in, int64_t out) {
+  auto [num, den] = source_fraction(coord, o, in, out);
+  T index = round == 2   ? floor_div(num, den)
+            : round == 3 ? T(0) - floor_div(T(0) - num, den)
+            : round == 1 ? floor_div(2 * num + den, 2 * den)          // floor(v + 1/2)
+                         : T(0) - floor_div(den - 2 * num, 2 * den);  // ceil(v - 1/2)
+  return clamp_index(index, in);
 }
 
 struct ResizeAttrs {
@@ -79,7 +115,8 @@ TensorValue reference_resize(const OpCall& c, const std::vector<const TensorValu
         const double* p = in[0]->data.data() + plane * h * w;
         double v;
         if (a.mode == 0) {
-          v = p[nearest_index(int(a.round), sy, h) * w + nearest_index(int(a.round), sz, w)];
+          v = p[nearest_source<int64_t>(int(a.round), int(a.coord), y, h, a.oh) * w +
+                nearest_source<int64_t>(int(a.round), int(a.coord), z, w, a.ow)];
         } else {
           sy = std::min(std::max(sy, 0.0), double(h - 1)),
           sz = std::min(std::max(sz, 0.0), double(w - 1));
@@ -129,14 +166,6 @@ Halide::Expr source_expr(int coord, Halide::Expr o, int64_t in, int64_t out) {
   }
 }
 
-Halide::Expr nearest_expr(int round, Halide::Expr x, int64_t in) {
-  Halide::Expr r = round == 2   ? Halide::floor(x)
-                   : round == 3 ? Halide::ceil(x)
-                   : round == 1 ? Halide::floor(x + 0.5f)
-                                : Halide::ceil(x - 0.5f);
-  return Halide::clamp(Halide::cast<int>(r), 0, int(in - 1));
-}
-
 void build_resize(PipelineBuilder& b) {
   const TaskSpec& t = b.task();
   int64_t n = t.get("n"), c = t.get("c"), h = t.get("h"), w = t.get("w"), oh = t.get("oh"),
@@ -148,7 +177,9 @@ void build_resize(PipelineBuilder& b) {
   Halide::Expr value;
   if (t.word("mode") == "nearest") {
     int round = word_index(kRounds, t.word("round"));
-    value = X(nearest_expr(round, sx, w), nearest_expr(round, sy, h), vars[2], vars[3]);
+    Halide::Expr x = vars[0], y = vars[1];
+    value = X(nearest_source(round, coord, x, w, ow), nearest_source(round, coord, y, h, oh),
+              vars[2], vars[3]);
   } else {
     sx = Halide::clamp(sx, 0.0f, float(w - 1)), sy = Halide::clamp(sy, 0.0f, float(h - 1));
     Halide::Expr x0 = Halide::cast<int>(sx), y0 = Halide::cast<int>(sy);
