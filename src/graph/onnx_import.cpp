@@ -392,6 +392,7 @@ int Importer::add_node(OpKind op, const std::vector<int>& inputs, IntAttrs attrs
   int t = graph_.add(op, tensors, std::move(attrs), name, std::move(reals));
   if (def.role == OpRole::Anchor && !def.task)
     throw Error(op_name(op) + " of values computed at run time has no task yet");
+  if (def.role == OpRole::Anchor) def.task(graph_.call(graph_.nodes().back()));  // or throws
   ImportValue out;
   out.name = name;
   out.shape = graph_.shape(t);

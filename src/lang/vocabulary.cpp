@@ -64,6 +64,8 @@ const char* const kWords[] = {
     "round_prefer_floor", "round_prefer_ceil", "floor",
     // transpose tasks
     "op:transpose",
+    // where of activations, expand and tile of activations (broadcast reads)
+    "+keep_where", "+rkeep_where", "+keep_unless", "+rkeep_unless", "x0", "x1", "x2", "x3",
 };
 // clang-format on
 

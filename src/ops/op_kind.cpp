@@ -53,6 +53,8 @@ const std::vector<std::string>& op_names() {
                                                  "equal",
                                                  "less",
                                                  "greater",
+                                                 "keep_where",
+                                                 "keep_unless",
                                                  "batchnorm",
                                                  "not",
                                                  "where",

@@ -59,7 +59,9 @@ enum class OpKind : uint8_t {
   Equal,      // comparisons give 0 or 1 (bool)
   Less,
   Greater,
-  BatchNorm,  // x [N, C, ...] * scale [C] + shift [C]
+  KeepWhere,   // x where the operand (a condition) holds, else 0: where(c, x, 0)
+  KeepUnless,  // x where the operand does not hold, else 0: where(c, 0, x)
+  BatchNorm,   // x [N, C, ...] * scale [C] + shift [C]
   Not,
   Where,  // where(condition, x, y), broadcast
   // data movement

@@ -294,6 +294,14 @@ const std::vector<std::pair<OpKind, TorchFn>>& torch_table() {
        [](const Node&, const Inputs& in) { return as_float(torch::lt(in[0], in[1])); }},
       {OpKind::Greater,
        [](const Node&, const Inputs& in) { return as_float(torch::gt(in[0], in[1])); }},
+      {OpKind::KeepWhere,
+       [](const Node&, const Inputs& in) {
+         return torch::where(in[1] != 0, in[0], torch::zeros_like(in[0]));
+       }},
+      {OpKind::KeepUnless,
+       [](const Node&, const Inputs& in) {
+         return torch::where(in[1] != 0, torch::zeros_like(in[0]), in[0]);
+       }},
       {OpKind::BatchNorm,
        [](const Node&, const Inputs& in) {
          std::vector<int64_t> shape(size_t(in[0].dim() - 1), 1);

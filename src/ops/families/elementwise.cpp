@@ -12,6 +12,7 @@
 // transcendental ones use exp (vectorized in Halide) where Halide's own would be a
 // scalar libm call: tanh(x) = 2 sigmoid(2x) - 1, gelu = x sigmoid(2u) (exactly the
 // tanh form).
+#include <algorithm>
 #include <cmath>
 
 #include "ops/family.h"
@@ -168,6 +169,10 @@ T binary(const T& x, const T& y) {
       return select_of(x < y, T(1.0f), T(0.0f));
     case OpKind::Greater:
       return select_of(x > y, T(1.0f), T(0.0f));
+    case OpKind::KeepWhere:
+      return select_of(y != 0.0f, x, T(0.0f));
+    case OpKind::KeepUnless:
+      return select_of(y != 0.0f, T(0.0f), x);
     default:
       return x;
   }
@@ -335,14 +340,34 @@ void build_elementwise(PipelineBuilder& b) {
 
 // broadcast: the epilogue chain over a rank-4 view [d0, d1, d2, d3], for operands that
 // broadcast along dims a [rows, cols] view cannot separate (an attention mask over
-// [windows, heads, tokens, tokens] that is the same for every head).
+// [windows, heads, tokens, tokens] that is the same for every head). X is [x0..x3], read
+// at each index modulo its extent: x_k = d_k reads it whole, 1 < x_k < d_k repeats it
+// (Tile), x_k = 1 broadcasts it (Expand).
 void build_broadcast(PipelineBuilder& b) {
   const TaskSpec& t = b.task();
-  std::vector<int64_t> shape = {t.get("d0"), t.get("d1"), t.get("d2"), t.get("d3")};
-  Halide::ImageParam X = b.input("X", shape);
+  std::vector<int64_t> shape, read;
+  for (int k = 0; k < 4; ++k) {
+    shape.push_back(t.get("d" + std::to_string(k)));
+    read.push_back(t.get("x" + std::to_string(k)));
+  }
+  Halide::ImageParam X = b.input("X", read);
   auto vars = make_vars({"x3", "x2", "x1", "x0"});
-  b.add_output(X(vars[0], vars[1], vars[2], vars[3]), vars, shape);
+  std::vector<Expr> at;
+  for (size_t v = 0; v < 4; ++v) {
+    int64_t d = shape[3 - v], x = read[3 - v];
+    at.push_back(x == d ? Expr(vars[v]) : x == 1 ? Expr(0) : vars[v] % int(x));
+  }
+  b.add_output(X(at), vars, shape);
   b.finish(double(element_count(shape)) * std::max<size_t>(1, t.epilogue.size()), 1);
+}
+
+void validate_broadcast(const TaskSpec& t) {
+  for (int k = 0; k < 4; ++k) {
+    std::string d = "d" + std::to_string(k), x = "x" + std::to_string(k);
+    if (t.get(d) % t.get(x) != 0)
+      throw Error("broadcast: " + x + "=" + std::to_string(t.get(x)) + " does not divide " + d +
+                  "=" + std::to_string(t.get(d)));
+  }
 }
 
 std::vector<std::string> broadcast_corpus() {
@@ -524,8 +549,28 @@ void onnx_leakyrelu(OnnxNode& node) {
                    {node.input(0), scalar_constant(node, node.float_attr("alpha", 0.01))}));
 }
 
+// A where over known values folds. Over activations it is two selects and their sum,
+// keep_where(x, c) + keep_unless(y, c), exact since each half is x or y or 0 (infinite
+// fills included); a half that is known to be all zeros is left out.
 void onnx_where(OnnxNode& node) {
-  node.set_output(0, node.emit(OpKind::Where, {node.input(0), node.input(1), node.input(2)}));
+  int c = node.input(0), x = node.input(1), y = node.input(2);
+  if (node.known(c) && node.known(x) && node.known(y))
+    return node.set_output(0, node.emit(OpKind::Where, {c, x, y}));
+  int kept = node.emit(OpKind::KeepWhere, {x, c});
+  int other = node.emit(OpKind::KeepUnless, {y, c});
+  Shape out;
+  try {
+    out = broadcast_shapes(node.shape(kept), node.shape(other));
+  } catch (const Error& e) {
+    node.fail(e.what());
+  }
+  auto zeros = [&](int value) {
+    const TensorValue* v = node.known(value);
+    return v && std::all_of(v->data.begin(), v->data.end(), [](double e) { return e == 0; });
+  };
+  if (zeros(y) && node.shape(kept) == out) return node.set_output(0, kept);
+  if (zeros(x) && node.shape(other) == out) return node.set_output(0, other);
+  node.set_output(0, node.emit(OpKind::Add, {kept, other}));
 }
 
 // Inference batch norm: y = (x - mean) / sqrt(var + eps) * scale + B, as one scale and
@@ -569,7 +614,8 @@ void register_elementwise_family(OpRegistry& r) {
                   binary_def<OpKind::Pow>(false), binary_def<OpKind::Min>(true),
                   binary_def<OpKind::Max>(true), binary_def<OpKind::Mod>(false),
                   binary_def<OpKind::LeakyRelu>(false), binary_def<OpKind::Equal>(true),
-                  binary_def<OpKind::Less>(false), binary_def<OpKind::Greater>(false)})
+                  binary_def<OpKind::Less>(false), binary_def<OpKind::Greater>(false),
+                  binary_def<OpKind::KeepWhere>(false), binary_def<OpKind::KeepUnless>(false)})
     r.ops.push_back(d);
   OpDef where;
   where.kind = OpKind::Where;
@@ -606,17 +652,25 @@ void register_elementwise_family(OpRegistry& r) {
                       "elementwise:rows=8,cols=12+rsub@0+leakyrelu@0+max+softplus",
                       "elementwise:rows=5,cols=9+sigmoid+log+erf+rdiv@2+greater@0"}});
   using K = ParamSchema::Kind;
+  auto read_extent = [](const std::string& name, const std::string& dim) {
+    return ParamSchema{name, dim, {}, K::Int, true, false, dim};
+  };
   r.tasks.push_back({TaskKind::Broadcast,
                      {{"d0", "1", {}, K::Int, true},
                       {"d1", "1", {}, K::Int, true},
                       {"d2", "1", {}, K::Int, true},
-                      {"d3", ""}},
+                      {"d3", ""},
+                      read_extent("x0", "d0"),
+                      read_extent("x1", "d1"),
+                      read_extent("x2", "d2"),
+                      read_extent("x3", "d3")},
                      4,
                      3,
-                     nullptr,
+                     validate_broadcast,
                      build_broadcast,
                      broadcast_corpus,
-                     {"broadcast:d0=2,d1=3,d2=4,d3=5+add@9+mul@2+sigmoid"}});
+                     {"broadcast:d0=2,d1=3,d2=4,d3=5+add@9+mul@2+sigmoid",
+                      "broadcast:d0=2,d1=3,d2=4,d3=6,x1=1,x3=2+keep_where@3+rkeep_unless@8"}});
   r.tasks.push_back({TaskKind::ChannelScale,
                      {{"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}},
                      4,

@@ -203,13 +203,46 @@ void onnx_gemm(OnnxNode& node) {
   node.set_output(0, y);
 }
 
+// numpy's matmul: a vector is a matrix of one row (on the left) or one column (on the
+// right) whose dim is dropped from the result; batch dims broadcast. A product whose
+// batches the tasks cannot read as they are (a broadcast left operand, or batches that
+// both broadcast) has its operands expanded to the common batch first.
 void onnx_matmul(OnnxNode& node) {
   int a = node.input(0), b = node.input(1);
-  const Shape &as = node.shape(a), &bs = node.shape(b);
-  if (as.size() < 2 || bs.size() < 2) node.fail("operands of rank 1 (not supported)");
-  if (node.known(b) && bs.size() == 2 && !node.known(a))
-    return node.set_output(0, node.emit(OpKind::Dense, {a, b}));
-  node.set_output(0, node.emit(OpKind::MatMul, {a, b}));
+  Shape as = node.shape(a), bs = node.shape(b);
+  if (as.empty() || bs.empty()) node.fail("scalar operands");
+  auto reshaped = [&](int v, const Shape& shape) {
+    return node.emit(OpKind::Reshape, {v}, {{"shape", shape}});
+  };
+  if (as.size() == 1) a = reshaped(a, {1, as[0]});
+  if (bs.size() == 1) b = reshaped(b, {bs[0], 1});
+  int y;
+  if (node.known(b) && node.shape(b).size() == 2 && !node.known(a)) {
+    y = node.emit(OpKind::Dense, {a, b});
+  } else {
+    Shape ab = node.shape(a), bb = node.shape(b);
+    Shape a_batch(ab.begin(), ab.end() - 2), b_batch(bb.begin(), bb.end() - 2), batch;
+    try {
+      batch = broadcast_shapes(a_batch, b_batch);
+    } catch (const Error& e) {
+      node.fail(e.what());
+    }
+    auto expanded = [&](int v, const Shape& have, const Shape& shape) {
+      if (element_count(have) == element_count(batch)) return v;
+      Shape full = batch;
+      full.insert(full.end(), shape.end() - 2, shape.end());
+      return node.emit(OpKind::Expand, {v}, {{"shape", full}});
+    };
+    if (element_count(b_batch) > 1) a = expanded(a, a_batch, ab), b = expanded(b, b_batch, bb);
+    y = node.emit(OpKind::MatMul, {a, b});
+  }
+  if (as.size() == 1 || bs.size() == 1) {
+    Shape out = node.shape(y);
+    if (bs.size() == 1) out.pop_back();
+    if (as.size() == 1) out.erase(out.end() - (bs.size() == 1 ? 1 : 2));
+    y = reshaped(y, out);
+  }
+  node.set_output(0, y);
 }
 
 // Einsum: the equations that are a (batched) matrix product, possibly with one operand

@@ -3,7 +3,8 @@
 //              gather (axis; data and indices), expand (shape), tile (repeats), pad
 //              (pads [begin..., end...], mode 0 constant | 1 reflect | 2 edge, real
 //              attribute value), scatter_nd (data, indices, updates)
-//   tasks:     concat (up to 8 parts of [outer, p_k, inner] along the middle dim), slice
+//   tasks:     expand and tile as broadcast tasks (elementwise family), concat (up
+//              to 8 parts of [outer, p_k, inner] along the middle dim), slice
 //              (a strided window of a rank-4 view), pad (constant, reflect or edge
 //              padding of a rank-4 view), gather (rows of [outer, rows, inner] picked by
 //              index); a graph's shapes are merged into these views where the operation
@@ -202,6 +203,33 @@ TensorValue reference_tile(const OpCall& c, const std::vector<const TensorValue*
     out.data[size_t(o)] = in[0]->data[size_t(at)];
   });
   return out;
+}
+
+// Expand and tile of an activation: a broadcast task (elementwise family) whose X [x0..x3]
+// is read at each output index modulo its extent. Dims merge where that read stays one
+// modulo: a dim X has whole joins the group before it, and neighbouring dims X has once
+// (extent 1) join each other.
+AnchorTask repeat_task(const OpCall& c) {
+  Shape out = c.kind == OpKind::Expand ? infer_expand(c) : infer_tile(c);
+  Shape in(out.size() - c.inputs[0].size(), 1);
+  in.insert(in.end(), c.inputs[0].begin(), c.inputs[0].end());
+  std::vector<int64_t> view, read;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == 1) continue;
+    bool joins = !view.empty() && (in[d] == out[d] || (in[d] == 1 && read.back() == 1));
+    if (joins) {
+      view.back() *= out[d], read.back() *= in[d];
+    } else {
+      view.push_back(out[d]), read.push_back(in[d]);
+    }
+  }
+  if (view.size() > 4) c.fail("it repeats along more than 4 separate dims (not supported)");
+  while (view.size() < 4) view.insert(view.begin(), 1), read.insert(read.begin(), 1);
+  std::string spec = "broadcast:";
+  for (size_t k = 0; k < 4; ++k) spec += param_text("d" + std::to_string(k), view[k]) + ",";
+  for (size_t k = 0; k < 4; ++k)
+    spec += param_text("x" + std::to_string(k), read[k]) + (k < 3 ? "," : "");
+  return {spec, {0}, -1, view};
 }
 
 // ---- pad ----
@@ -679,8 +707,8 @@ void register_movement_family(OpRegistry& r) {
       movement_def(OpKind::Concat, 1, 1 << 16, infer_concat, reference_concat, concat_task));
   r.ops.push_back(movement_def(OpKind::Slice, 1, 1, infer_slice, reference_slice, slice_task));
   r.ops.push_back(movement_def(OpKind::Gather, 2, 2, infer_gather, reference_gather, gather_task));
-  r.ops.push_back(movement_def(OpKind::Expand, 1, 1, infer_expand, reference_expand));
-  r.ops.push_back(movement_def(OpKind::Tile, 1, 1, infer_tile, reference_tile));
+  r.ops.push_back(movement_def(OpKind::Expand, 1, 1, infer_expand, reference_expand, repeat_task));
+  r.ops.push_back(movement_def(OpKind::Tile, 1, 1, infer_tile, reference_tile, repeat_task));
   r.ops.push_back(movement_def(OpKind::Pad, 1, 1, infer_pad, reference_pad, pad_task));
   r.ops.push_back(movement_def(OpKind::ScatterND, 3, 3, infer_scatter, reference_scatter));
   using K = ParamSchema::Kind;
