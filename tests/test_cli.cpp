@@ -78,6 +78,26 @@ TEST(Cli, BadInputIsOneLineAndNonZero) {
       "unknown op 'conv3d'");
 }
 
+// Numeric flags outside their range, or not finite numbers, are refused before any work.
+TEST(Cli, NumericFlagsOutsideTheirRangeAreRefused) {
+  std::string db = " --db " + temp_path("flags.db");
+  expect_one_line_error("gen 'matmul:m=8,n=8,k=8' -k -1", "-k: '-1' is not a number in [1, 256]");
+  expect_one_line_error("gen 'matmul:m=8,n=8,k=8' -k 5000", "[1, 256]");
+  expect_one_line_error("gen 'matmul:m=8,n=8,k=8' --mode sample --temperature nan", "'nan'");
+  expect_one_line_error("gen 'matmul:m=8,n=8,k=8' --mode sample --temperature -1", "'-1'");
+  expect_one_line_error("tune 'matmul:m=8,n=8,k=8' --trials -1" + db, "--trials: '-1'");
+  expect_one_line_error("tune 'matmul:m=8,n=8,k=8' --threads 0" + db, "--threads: '0'");
+  expect_one_line_error("tune 'matmul:m=8,n=8,k=8' --timeout nan" + db, "--timeout: 'nan'");
+  expect_one_line_error("tune 'matmul:m=8,n=8,k=8' --timeout 0" + db, "--timeout: '0'");
+  expect_one_line_error("tune 'matmul:m=8,n=8,k=8' --memory-mb 50" + db, "--memory-mb: '50'");
+  expect_one_line_error("measure 'matmul:m=8,n=8,k=8' --threads 2x" + db, "--threads: '2x'");
+  expect_one_line_error("tasks gpt2 --layers 100000", "--layers: '100000'");
+  expect_one_line_error("tasks gpt2 --layers -1", "--layers: '-1'");
+  expect_one_line_error("train finetune --init models/none --run " + temp_path("r") + " --lr inf",
+                        "--lr: 'inf'");
+  EXPECT_FALSE(std::ifstream(temp_path("flags.db")).good()) << "a refused command made a store";
+}
+
 // The model's commands: missing or corrupt models, data and registries are one-line errors.
 TEST(Cli, ModelCommandsRejectBadInput) {
   std::string dir = temp_path("models");
@@ -206,7 +226,7 @@ TEST(Cli, CorpusPretrainImproveAndResume) {
   EXPECT_GE(measured_in_round(second.output, 2), 1) << second.output;
   expect_one_line_error("improve --rounds 11 --tasks " + dir + "/tasks.txt --heldout " + dir +
                             "/held.txt --models " + dir + "/m",
-                        "--rounds must be 1..10");
+                        "--rounds: '11' is not a number in [1, 10]");
 }
 
 // `compile --trials`: the task scheduler measures candidates for every task, stores them,

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "bench/bench_model.h"
+#include "cli/flag_checks.h"
 #include "compiler/compile.h"
 #include "graph/model_source.h"
 #include "model/registry.h"
@@ -52,8 +53,10 @@ ScheduleSources open_schedule_sources(const CompileFlags& f, const std::string& 
 
 void add_compile_options(CLI::App* command, CompileFlags& f) {
   command->add_option("--strategy", f.strategy, "auto|store|tlm|reference|adams2019|mullapudi2016");
-  command->add_option("--trials", f.options.trials_per_task,
-                      "measured candidates per task (0: none, the model's or store's choice)");
+  command
+      ->add_option("--trials", f.options.trials_per_task,
+                   "measured candidates per task (0: none, the model's or store's choice)")
+      ->check(in_range(0, 100000));
   command->add_option("--db", f.db, "record store (schedules measured before, and new ones)");
   command->add_option("--model", f.checkpoint, "checkpoint (default: the registry's)");
   command->add_option("--models", f.models_dir, "models directory");
@@ -169,11 +172,15 @@ void add_bench_model_command(CLI::App& app, const std::string& exe) {
 }  // namespace
 
 void add_model_options(CLI::App* command, ModelOptions& options) {
-  command->add_option("--batch", options.zoo.batch, "batch size (zoo models)");
-  command->add_option("--seq", options.zoo.seq, "sequence length (zoo transformers)");
-  command->add_option("--layers", options.zoo.layers,
-                      "blocks (zoo transformers; 0: the model's own)");
-  command->add_option("--image", options.zoo.image, "image size (zoo convolutional networks)");
+  command->add_option("--batch", options.zoo.batch, "batch size (zoo models)")
+      ->check(in_range(1, 4096));
+  command->add_option("--seq", options.zoo.seq, "sequence length (zoo transformers)")
+      ->check(in_range(1, 65536));
+  command
+      ->add_option("--layers", options.zoo.layers, "blocks (zoo transformers; 0: the model's own)")
+      ->check(in_range(0, 256));
+  command->add_option("--image", options.zoo.image, "image size (zoo convolutional networks)")
+      ->check(in_range(8, 4096));
   command
       ->add_option_function<std::vector<std::string>>(
           "--input-shape",
@@ -204,7 +211,7 @@ void add_compile_commands(CLI::App& app, const std::string& exe) {
                   "NAME=file.npy per input (file.npy for one input; a raw float32 file holds "
                   "every input; default: seeded random)");
   run->add_option("--output", rf->output, "out.npy (one output) or a folder for NAME.npy files");
-  run->add_option("--bench", rf->bench, "timed runs after the first");
+  run->add_option("--bench", rf->bench, "timed runs after the first")->check(in_range(0, 1e6));
   run->add_flag("--report", rf->report,
                 "time per task, largest first (table, report.json and report.svg)");
   run->callback([rf] { run_model(*rf); });

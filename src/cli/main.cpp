@@ -7,6 +7,7 @@
 
 #include "bench/bench_op.h"
 #include "cli/compile_commands.h"
+#include "cli/flag_checks.h"
 #include "cli/model_commands.h"
 #include "graph/model_source.h"
 #include "graph/partition.h"
@@ -34,9 +35,11 @@ struct CommonFlags {
 
 void add_common(CLI::App* cmd, CommonFlags& flags) {
   cmd->add_option("--db", flags.db, "record database (SQLite)");
-  cmd->add_option("--threads", flags.threads, "threads per kernel");
-  cmd->add_option("--timeout", flags.timeout, "seconds allowed per measured candidate");
-  cmd->add_option("--memory-mb", flags.memory_mb, "address-space limit of the worker");
+  cmd->add_option("--threads", flags.threads, "threads per kernel")->check(in_range(1, 256));
+  cmd->add_option("--timeout", flags.timeout, "seconds allowed per measured candidate")
+      ->check(in_range(0.001, 86400));
+  cmd->add_option("--memory-mb", flags.memory_mb, "address-space limit of the worker")
+      ->check(in_range(1024, 1 << 24));
 }
 
 std::string self_exe() {
@@ -165,11 +168,15 @@ void run_improve_rounds(ImproveFlags f, const CommonFlags& flags) {
 
 void add_improve_command(CLI::App& app, ImproveFlags& f, CommonFlags& flags) {
   auto* improve = app.add_subcommand("improve", "rounds of generate, measure, fine-tune, gate");
-  improve->add_option("--rounds", f.options.rounds, "rounds (at most 10)");
-  improve->add_option("--trials-per-task", f.options.trials_per_task, "schedules per task");
-  improve->add_option("--finetune-steps", f.options.finetune_steps, "fine-tuning steps a round");
-  improve->add_option("--best-copies", f.options.best_copies,
-                      "times each task's best schedules appear in a round's data (speed classes)");
+  improve->add_option("--rounds", f.options.rounds, "rounds (at most 10)")->check(in_range(1, 10));
+  improve->add_option("--trials-per-task", f.options.trials_per_task, "schedules per task")
+      ->check(in_range(1, 4096));
+  improve->add_option("--finetune-steps", f.options.finetune_steps, "fine-tuning steps a round")
+      ->check(in_range(1, 1e6));
+  improve
+      ->add_option("--best-copies", f.options.best_copies,
+                   "times each task's best schedules appear in a round's data (speed classes)")
+      ->check(in_range(1, 64));
   improve->add_option("--tasks", f.tasks, "training task list");
   improve->add_option("--heldout", f.held_out, "held-out task list (evaluation only)");
   improve->add_option("--run", f.options.run_dir, "run directory (audit.jsonl, round data)");
@@ -240,7 +247,8 @@ void add_task_commands(CLI::App& app, Flags& f, Commands& c) {
   c.lang = app.add_subcommand("lang", "show a task and a schedule in the tensor language");
   c.lang->add_option("task", f.spec, "task spec")->required();
   c.lang->add_option("--decisions", f.decisions, "comma-separated values (default: random)");
-  c.lang->add_option("--seed", f.search.seed, "seed of the random schedule");
+  c.lang->add_option("--seed", f.search.seed, "seed of the random schedule")
+      ->check(in_range(0, 4294967295.0));
   c.measure = app.add_subcommand("measure", "measure one candidate of a task");
   c.measure->add_option("task", f.spec, "task spec")->required();
   c.measure->add_option("--method", f.method, "space|reference|adams2019|...|onednn|openblas");
@@ -259,8 +267,8 @@ void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
   c.tune->add_option("task", f.spec, "task spec")->required();
   c.tune->add_option("--method", f.search_method,
                      "random | evolutionary | transfer (evolutionary, seeded from similar tasks)");
-  c.tune->add_option("--trials", f.search.trials, "measured trials");
-  c.tune->add_option("--seed", f.search.seed, "random seed");
+  c.tune->add_option("--trials", f.search.trials, "measured trials")->check(in_range(0, 100000));
+  c.tune->add_option("--seed", f.search.seed, "random seed")->check(in_range(0, 4294967295.0));
   c.tune->add_option("--exclude", f.transfer_exclude,
                      "task list (e.g. held-out tasks) transfer never seeds from");
   c.tune->add_flag("--up-to", f.up_to,
@@ -316,7 +324,16 @@ int run(int argc, char** argv) {
   c.worker->add_option("--threads", f.common.threads);
   c.worker->group("");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "tlm: error: %s\n", e.what());  // one line, as every other error
+    return e.get_exit_code();
+  }
   set_kernel_threads(f.common.threads);
   if (*c.worker) return run_worker_loop();
   if (*c.space) print_space(f.spec);

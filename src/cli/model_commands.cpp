@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 
+#include "cli/flag_checks.h"
 #include "measure/measurer.h"
 #include "model/dataset.h"
 #include "model/registry.h"
@@ -145,11 +146,12 @@ void run_gen(const GenFlags& f, const std::string& exe) {
 void add_training_options(CLI::App* cmd, TrainFlags& f) {
   TrainOptions& o = f.options;
   cmd->add_option("--run", o.run_dir, "run directory (resumed if it has a state)")->required();
-  cmd->add_option("--steps", o.steps, "optimizer steps in all");
-  cmd->add_option("--batch", o.batch, "sentences per step");
-  cmd->add_option("--lr", o.learning_rate, "peak learning rate");
-  cmd->add_option("--save-every", o.save_every, "steps between saved states");
-  cmd->add_option("--threads", o.threads, "intra-op threads");
+  cmd->add_option("--steps", o.steps, "optimizer steps in all")->check(in_range(1, 1e8));
+  cmd->add_option("--batch", o.batch, "sentences per step")->check(in_range(1, 4096));
+  cmd->add_option("--lr", o.learning_rate, "peak learning rate")->check(in_range(1e-9, 1));
+  cmd->add_option("--save-every", o.save_every, "steps between saved states")
+      ->check(in_range(1, 1e8));
+  cmd->add_option("--threads", o.threads, "intra-op threads")->check(in_range(1, 256));
   cmd->add_option("--models", f.models_dir, "where checkpoints are written");
 }
 
@@ -171,11 +173,15 @@ void add_train_commands(CLI::App& app, const std::string& command_line) {
   auto* finetune = train->add_subcommand("finetune", "train a checkpoint on measured schedules");
   finetune->add_option("--db", fine->db, "record store");
   finetune->add_option("--init", fine->train.init, "checkpoint to fine-tune")->required();
-  finetune->add_option("--per-task", fine->per_task,
-                       "schedules per task: the best 4, or with --speed-classes 64 spread over "
-                       "speeds");
-  finetune->add_option("--best-copies", fine->best_copies,
-                       "with --speed-classes: times each task's best schedules appear");
+  finetune
+      ->add_option("--per-task", fine->per_task,
+                   "schedules per task: the best 4, or with --speed-classes 64 spread over "
+                   "speeds")
+      ->check(in_range(1, 1e6));
+  finetune
+      ->add_option("--best-copies", fine->best_copies,
+                   "with --speed-classes: times each task's best schedules appear")
+      ->check(in_range(1, 64));
   finetune->add_flag("--speed-classes", fine->speed_classes,
                      "learn from schedules of every speed, each prompt saying its speed class");
   finetune->add_flag("--model-proposals", fine->model_proposals,
@@ -235,8 +241,9 @@ void add_model_commands(CLI::App& app, const std::string& command_line, const st
   auto corpus_flags = std::make_shared<CorpusFlags>();
   auto* corpus = app.add_subcommand("corpus", "write a pretraining corpus of random schedules");
   corpus->add_option("-o,--out", corpus_flags->out, "dataset file")->required();
-  corpus->add_option("--per-task", corpus_flags->per_task, "random schedules per task");
-  corpus->add_option("--seed", corpus_flags->seed, "random seed");
+  corpus->add_option("--per-task", corpus_flags->per_task, "random schedules per task")
+      ->check(in_range(1, 1e6));
+  corpus->add_option("--seed", corpus_flags->seed, "random seed")->check(in_range(0, 4294967295.0));
   corpus->add_option("--exclude", corpus_flags->exclude, "held-out task list to leave out");
   corpus->callback([corpus_flags] { run_corpus(*corpus_flags); });
 
@@ -245,12 +252,14 @@ void add_model_commands(CLI::App& app, const std::string& command_line, const st
   auto gen_flags = std::make_shared<GenFlags>();
   auto* gen = app.add_subcommand("gen", "generate schedules for a task with the model");
   gen->add_option("task", gen_flags->task, "task spec")->required();
-  gen->add_option("-k", gen_flags->options.k, "schedules to write");
+  gen->add_option("-k", gen_flags->options.k, "schedules to write")->check(in_range(1, 256));
   gen->add_option("--model", gen_flags->model, "checkpoint folder (default: the registry's)");
   gen->add_option("--models", gen_flags->models_dir, "models directory");
   gen->add_option("--mode", gen_flags->options.mode, "beam | greedy | sample");
-  gen->add_option("--seed", gen_flags->options.seed, "seed (sample)");
-  gen->add_option("--temperature", gen_flags->options.temperature, "temperature (sample)");
+  gen->add_option("--seed", gen_flags->options.seed, "seed (sample)")
+      ->check(in_range(0, 4294967295.0));
+  gen->add_option("--temperature", gen_flags->options.temperature, "temperature (sample)")
+      ->check(in_range(0.01, 100));
   gen->add_flag("--measure", gen_flags->measure,
                 "build, verify and time each schedule (build and measurement time reported)");
   gen->callback([gen_flags, exe] { run_gen(*gen_flags, exe); });

@@ -1,0 +1,35 @@
+// Range checks for the command line's numeric flags: a value outside its range (or not a
+// finite number) is refused with one line naming the flag and the range, before any work.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <string>
+
+namespace tlm {
+
+// Accepts a finite number in [low, high].
+inline CLI::Validator in_range(double low, double high) {
+  auto text = [](double v) {
+    std::string s = std::to_string(v);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+    return s;
+  };
+  std::string range = "[" + text(low) + ", " + text(high) + "]";
+  return CLI::Validator(
+      [low, high, range](std::string& input) -> std::string {
+        double value = 0;
+        size_t used = 0;
+        try {
+          value = std::stod(input, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != input.size() || !std::isfinite(value) || value < low || value > high)
+          return "'" + input + "' is not a number in " + range;
+        return "";
+      },
+      "in " + range);
+}
+
+}  // namespace tlm
