@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <random>
 #include <set>
@@ -15,6 +17,7 @@
 #include "graph/partition.h"
 #include "graph/rewrites.h"
 #include "graph/zoo.h"
+#include "runtime/artifact.h"
 #include "runtime/memory_plan.h"
 #include "runtime/run_report.h"
 #include "runtime/runtime.h"
@@ -301,6 +304,164 @@ TEST(Compile, BrokenArtifactsAreErrors) {
   write_text(plan_path, plan);
   std::remove((options.out_dir + "/model.so").c_str());
   EXPECT_THROW(CompiledModel::load(options.out_dir), Error);
+}
+
+// A small compiled model to corrupt (MobileNetV2 at 32x32, reference schedules).
+std::string compiled_for_corruption(const std::string& name) {
+  ZooOptions small;
+  small.image = 32;
+  CompileOptions options;
+  options.out_dir = fresh_dir(name);
+  options.strategy = Strategy::Reference;
+  options.hardware = "test-hardware";
+  options.progress = false;
+  Graph graph = build_zoo_model("mobilenetv2", small);
+  compile_model(graph, draw_weights(graph), options, nullptr, nullptr);
+  return options.out_dir;
+}
+
+std::string load_error(const std::string& dir, const std::string& hardware = {}) {
+  try {
+    CompiledModel::load(dir, hardware);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+int first_step_of(const Plan& plan, StepKind kind) {
+  for (size_t s = 0; s < plan.steps.size(); ++s)
+    if (plan.steps[s].kind == kind) return int(s);
+  return -1;
+}
+
+// Each edit of plan.json that once crashed `tlm run` (issue 16) is a one-line error now.
+TEST(Compile, EditedPlansAreRefusedBeforeAnythingRuns) {
+  std::string dir = compiled_for_corruption("edited"), path = dir + "/plan.json";
+  const Plan good = read_plan(path);
+  int kernel = first_step_of(good, StepKind::Kernel);
+  ASSERT_GE(kernel, 0);
+  int transpose = first_step_of(good, StepKind::Transpose);
+  std::vector<std::pair<std::string, std::function<void(Plan&)>>> edits = {
+      {"model output", [](Plan& p) { p.outputs[0] = 100000; }},
+      {"input", [](Plan& p) { p.inputs[0] = -3; }},
+      {"reads an unknown tensor", [&](Plan& p) { p.steps[size_t(kernel)].inputs[0] = 99999; }},
+      {"writes no activation", [&](Plan& p) { p.steps[size_t(kernel)].output = p.inputs[0]; }},
+      {"arena_floats", [](Plan& p) { p.arena_floats = int64_t(1) << 50; }},
+      {"extent out of range", [](Plan& p) { p.tensors[0].shape[0] = -4; }},
+      {"cycle of views",
+       [](Plan& p) {
+         p.tensors[0].kind = TensorKind::View;
+         p.tensors[0].view_of = 0;
+       }},
+      {"no valid kernel", [&](Plan& p) { p.steps[size_t(kernel)].function = "../x"; }},
+      {"before anything writes it", [](Plan& p) { std::swap(p.steps[0], p.steps.back()); }},
+      {"transpose", [&](Plan& p) {  // a transpose with an empty perm, where none is a kernel
+         PlanStep t = p.steps[size_t(kernel)];
+         t.kind = StepKind::Transpose;
+         t.inputs.resize(1);
+         t.perm.clear();
+         p.steps.insert(p.steps.begin() + kernel + 1, t);
+       }}};
+  if (transpose >= 0)
+    edits.push_back(
+        {"not a permutation", [&](Plan& p) { p.steps[size_t(transpose)].perm.assign(4, 9); }});
+  for (const auto& [fragment, edit] : edits) {
+    Plan plan = good;
+    edit(plan);
+    write_plan(path, plan);
+    std::string error = load_error(dir);
+    EXPECT_NE(error.find(fragment), std::string::npos) << fragment << ": " << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  std::string text = read_text(path);  // an unknown step kind, by hand
+  write_plan(path, good);
+  text = read_text(path);
+  text.replace(text.find("\"kernel\""), 8, "\"jump\"");
+  write_text(path, text);
+  EXPECT_NE(load_error(dir).find("unknown step kind 'jump'"), std::string::npos);
+  write_plan(path, good);
+  EXPECT_EQ(load_error(dir), "");
+  EXPECT_NE(load_error(dir, "other-hardware").find("compiled for test-hardware"),
+            std::string::npos);
+}
+
+// model.so and weights.bin must be what the compiler wrote: cut short, edited or replaced
+// by a folder, they are refused before dlopen or reading.
+TEST(Compile, ChangedArtifactFilesAreRefusedBeforeLoading) {
+  std::string dir = compiled_for_corruption("files");
+  std::string so = read_text(dir + "/model.so"), weights = read_text(dir + "/weights.bin");
+  write_text(dir + "/model.so", so.substr(0, so.size() / 3));
+  EXPECT_NE(load_error(dir).find("truncated or replaced"), std::string::npos) << load_error(dir);
+  write_text(dir + "/model.so", so);
+  std::string flipped = weights;
+  flipped[flipped.size() / 2] ^= 0x40;
+  write_text(dir + "/weights.bin", flipped);
+  EXPECT_NE(load_error(dir).find("changed after compiling"), std::string::npos);
+  std::remove((dir + "/weights.bin").c_str());
+  std::filesystem::create_directory(dir + "/weights.bin");
+  EXPECT_NE(load_error(dir).find("not a regular file"), std::string::npos);
+  std::filesystem::remove(dir + "/weights.bin");
+  write_text(dir + "/weights.bin", weights);
+  EXPECT_EQ(load_error(dir), "");
+}
+
+// Random edits of plan.json's numbers and names: every one is refused with tlm::Error or
+// loads and runs; none crashes the process. 300 edited plans.
+TEST(Compile, FuzzedPlansNeverCrash) {
+  std::string dir = compiled_for_corruption("fuzz"), path = dir + "/plan.json";
+  const Plan good = read_plan(path);
+  std::mt19937 rng(16);
+  const int64_t values[] = {-1, 0, 1, 2, 3, 7, 1000, 1 << 20, int64_t(1) << 40};
+  int refused = 0, ran = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    Plan plan = good;
+    for (int edits = 1 + int(rng() % 3); edits-- > 0;) {
+      int64_t v = values[rng() % 9];
+      auto& t = plan.tensors[rng() % plan.tensors.size()];
+      auto& s = plan.steps[rng() % plan.steps.size()];
+      switch (rng() % 8) {
+        case 0:
+          t.shape[rng() % t.shape.size()] = v;
+          break;
+        case 1:
+          t.view_of = int(v);
+          t.kind = TensorKind::View;
+          break;
+        case 2:
+          t.weight_offset = v;
+          break;
+        case 3:
+          t.arena_offset = v;
+          break;
+        case 4:
+          if (!s.inputs.empty()) s.inputs[rng() % s.inputs.size()] = int(v);
+          break;
+        case 5:
+          s.output = int(v);
+          break;
+        case 6:
+          if (!s.shapes.empty()) s.shapes[rng() % s.shapes.size()].push_back(v);
+          break;
+        default:
+          plan.outputs[0] = int(v);
+          break;
+      }
+    }
+    write_plan(path, plan);
+    try {
+      auto model = CompiledModel::load(dir);
+      std::vector<std::vector<float>> inputs;
+      for (int i : model->plan().inputs)
+        inputs.emplace_back(size_t(element_count(model->plan().tensors[size_t(i)].shape)), 0.5f);
+      model->run(inputs);
+      ++ran;
+    } catch (const Error&) {
+      ++refused;
+    }
+  }
+  EXPECT_EQ(refused + ran, 300);
+  EXPECT_GT(refused, 200);  // most random edits break the plan, and are caught
 }
 
 }  // namespace

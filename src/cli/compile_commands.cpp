@@ -87,11 +87,15 @@ struct RunFlags {
   std::string dir, output;
   std::vector<std::string> inputs;
   int bench = 0;
-  bool report = false;
+  bool report = false, any_hardware = false;
 };
 
 void run_model(const RunFlags& f) {
-  auto model = CompiledModel::load(f.dir);
+  std::string hardware = detect_hardware().fingerprint();
+  auto model = CompiledModel::load(f.dir, f.any_hardware ? "" : hardware);
+  if (model->plan().hardware != hardware)
+    std::fprintf(stderr, "tlm: warning: '%s' was compiled for %s, this machine is %s\n",
+                 f.dir.c_str(), model->plan().hardware.c_str(), hardware.c_str());
   auto inputs = read_model_inputs(model->plan(), f.inputs);
   std::vector<StepTiming> timings;
   auto outputs = model->run(inputs, f.report ? &timings : nullptr);
@@ -214,6 +218,8 @@ void add_compile_commands(CLI::App& app, const std::string& exe) {
   run->add_option("--bench", rf->bench, "timed runs after the first")->check(in_range(0, 1e6));
   run->add_flag("--report", rf->report,
                 "time per task, largest first (table, report.json and report.svg)");
+  run->add_flag("--any-hardware", rf->any_hardware,
+                "run an artifact compiled for other hardware (a warning instead of an error)");
   run->callback([rf] { run_model(*rf); });
 }
 

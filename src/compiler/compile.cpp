@@ -13,6 +13,7 @@
 #include "graph/rewrites.h"
 #include "measure/kernel.h"
 #include "runtime/memory_plan.h"
+#include "runtime/plan_check.h"
 #include "search/task_scheduler.h"
 #include "space/schedule_space.h"
 #include "util/error.h"
@@ -246,7 +247,9 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
   std::ofstream out(o.out_dir + "/weights.bin", std::ios::binary);
   out.write(reinterpret_cast<const char*>(b.weights.data()),
             std::streamsize(b.weights.size() * sizeof(float)));
+  out.close();
   if (!out) throw Error("compile: cannot write weights.bin");
+  b.plan.files = {describe_file(o.out_dir, "model.so"), describe_file(o.out_dir, "weights.bin")};
   write_plan(o.out_dir + "/plan.json", b.plan);
   return b.plan;
 }

@@ -58,6 +58,8 @@ void write_plan(const std::string& path, const Plan& plan) {
                           {"output", s.output},
                           {"perm", s.perm},
                           {"shapes", s.shapes}});
+  for (const auto& f : plan.files)
+    j["files"].push_back({{"name", f.name}, {"bytes", f.bytes}, {"hash", f.hash}});
   j["inputs"] = plan.inputs;
   j["outputs"] = plan.outputs;
   j["arena_floats"] = plan.arena_floats;
@@ -105,6 +107,9 @@ Plan read_plan(const std::string& path) {
       ps.shapes = s.at("shapes").get<std::vector<std::vector<int64_t>>>();
       plan.steps.push_back(ps);
     }
+    for (const auto& f : j.value("files", Json::array()))
+      plan.files.push_back({f.at("name").get<std::string>(), f.at("bytes").get<int64_t>(),
+                            f.at("hash").get<std::string>()});
     plan.inputs = j.at("inputs").get<std::vector<int>>();
     plan.outputs = j.at("outputs").get<std::vector<int>>();
     plan.arena_floats = j.at("arena_floats").get<int64_t>();

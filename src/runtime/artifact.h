@@ -48,8 +48,17 @@ struct PlanTask {
   int count = 0;
 };
 
+// A file of the artifact with its size and content hash (plan_check.h), recorded at
+// compile time and checked before the file is read or loaded.
+struct ArtifactFile {
+  std::string name;
+  int64_t bytes = 0;
+  std::string hash;
+};
+
 struct Plan {
   std::string model, hardware;
+  std::vector<ArtifactFile> files;
   std::vector<PlanTensor> tensors;
   std::vector<PlanStep> steps;
   std::vector<int> inputs, outputs;

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "runtime/memory_plan.h"
+#include "runtime/plan_check.h"
 #include "util/error.h"
 #include "util/shape.h"
 
@@ -66,35 +67,16 @@ void record_kernel_error(void*, const char* message) {
     last_kernel_error.pop_back();
 }
 
-void check_plan(const Plan& plan, size_t weight_floats) {
-  int n = int(plan.tensors.size());
-  auto valid = [&](int t) { return t >= 0 && t < n; };
-  for (const auto& t : plan.tensors) {
-    if (t.kind == TensorKind::View && !valid(t.view_of))
-      throw Error("plan: a view of an unknown tensor");
-    if (t.kind == TensorKind::Weight &&
-        size_t(t.weight_offset + element_count(t.shape)) > weight_floats)
-      throw Error("plan: weight '" + t.name + "' lies outside weights.bin");
-  }
-  for (const auto& s : plan.steps) {
-    for (int t : s.inputs)
-      if (!valid(t)) throw Error("plan: a step reads an unknown tensor");
-    if (!valid(s.output)) throw Error("plan: a step writes an unknown tensor");
-    if (s.kind == StepKind::Kernel && s.shapes.size() != s.inputs.size() + 1)
-      throw Error("plan: kernel " + s.function + " lacks its buffer shapes");
-    for (size_t k = 0; k < s.shapes.size(); ++k) {
-      int t = k < s.inputs.size() ? s.inputs[k] : s.output;
-      if (element_count(s.shapes[k]) != element_count(plan.tensors[t].shape))
-        throw Error("plan: kernel " + s.function + " sees a tensor with another size");
-    }
-  }
-}
-
 }  // namespace
 
-std::unique_ptr<CompiledModel> CompiledModel::load(const std::string& dir) {
+std::unique_ptr<CompiledModel> CompiledModel::load(const std::string& dir,
+                                                   const std::string& this_hardware) {
   std::unique_ptr<CompiledModel> m(new CompiledModel());
   m->plan_ = read_plan(dir + "/plan.json");
+  check_artifact_files(dir, m->plan_);
+  if (!this_hardware.empty() && this_hardware != m->plan_.hardware)
+    throw Error("'" + dir + "' was compiled for " + m->plan_.hardware + ", this machine is " +
+                this_hardware + " (--any-hardware runs it anyway)");
   m->weights_ = read_weights(dir + "/weights.bin");
   check_plan(m->plan_, m->weights_.size());
   check_memory_plan(m->plan_);

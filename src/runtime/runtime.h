@@ -19,8 +19,12 @@ struct StepTiming {
 class CompiledModel {
  public:
   // Loads `<dir>/plan.json`, `weights.bin` and `model.so`; throws tlm::Error (one line)
-  // when a file is missing, inconsistent or a kernel is absent from the library.
-  static std::unique_ptr<CompiledModel> load(const std::string& dir);
+  // when a file is missing, changed since compiling (plan_check.h), inconsistent, or a
+  // kernel is absent from the library. With `this_hardware`, also when the plan was
+  // compiled for other hardware. Loading model.so runs its code: only load artifacts
+  // you trust; the checks catch corruption, not a forger.
+  static std::unique_ptr<CompiledModel> load(const std::string& dir,
+                                             const std::string& this_hardware = {});
   ~CompiledModel();
 
   const Plan& plan() const { return plan_; }

@@ -1,0 +1,191 @@
+#include "runtime/plan_check.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "runtime/memory_plan.h"
+#include "util/error.h"
+#include "util/shape.h"
+
+namespace tlm {
+namespace {
+
+constexpr int64_t kMaxElements = int64_t(1) << 34;  // 64 GiB of floats: past any model here
+constexpr int64_t kMaxExtent = int64_t(1) << 31;    // Halide buffers hold int32 extents
+constexpr size_t kMaxRank = 8;
+
+// A 64-bit hash of a stream's bytes, eight at a time (FNV-1a's constants over words).
+std::string hash_stream(std::istream& in) {
+  uint64_t h = 1469598103934665603ull;
+  std::vector<char> chunk(1 << 16);
+  while (in) {
+    in.read(chunk.data(), std::streamsize(chunk.size()));
+    size_t got = size_t(in.gcount());
+    for (size_t at = 0; at < got; at += 8) {
+      uint64_t word = 0;
+      for (size_t b = 0; b < 8 && at + b < got; ++b)
+        word |= uint64_t(uint8_t(chunk[at + b])) << (8 * b);
+      h = (h ^ word) * 1099511628211ull;
+      h ^= h >> 31;
+    }
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+void check_shape(const std::vector<int64_t>& shape, const std::string& what) {
+  if (shape.size() > kMaxRank) throw Error("plan: " + what + " has more than 8 dims");
+  int64_t n = 1;
+  for (int64_t e : shape) {
+    if (e < 1 || e >= kMaxExtent) throw Error("plan: " + what + " has an extent out of range");
+    n *= e;
+    if (n > kMaxElements) throw Error("plan: " + what + " is too large");
+  }
+}
+
+bool valid_index(const Plan& plan, int t) {
+  return t >= 0 && t < int(plan.tensors.size());
+}
+
+// The tensor whose memory `t` is (itself unless a view); views are checked acyclic first.
+int root_of(const Plan& plan, int t) {
+  while (plan.tensors[size_t(t)].kind == TensorKind::View) t = plan.tensors[size_t(t)].view_of;
+  return t;
+}
+
+void check_views(const Plan& plan) {
+  int n = int(plan.tensors.size());
+  for (int t = 0; t < n; ++t) {
+    if (plan.tensors[size_t(t)].kind != TensorKind::View) continue;
+    int at = t;
+    for (int hops = 0; plan.tensors[size_t(at)].kind == TensorKind::View; ++hops) {
+      at = plan.tensors[size_t(at)].view_of;
+      if (!valid_index(plan, at)) throw Error("plan: a view of an unknown tensor");
+      if (hops > n) throw Error("plan: a cycle of views");
+    }
+    const PlanTensor &view = plan.tensors[size_t(t)], &root = plan.tensors[size_t(at)];
+    if (root.kind == TensorKind::Fused) throw Error("plan: view '" + view.name + "' of nothing");
+    if (element_count(view.shape) != element_count(root.shape))
+      throw Error("plan: view '" + view.name + "' has another size than its tensor");
+  }
+}
+
+void check_tensors(const Plan& plan, size_t weight_floats) {
+  for (const auto& t : plan.tensors) check_shape(t.shape, "tensor '" + t.name + "'");
+  check_views(plan);
+  for (const auto& t : plan.tensors)
+    if (t.kind == TensorKind::Weight &&
+        (t.weight_offset < 0 || uint64_t(t.weight_offset + element_count(t.shape)) > weight_floats))
+      throw Error("plan: weight '" + t.name + "' lies outside weights.bin");
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    int t = plan.inputs[i];
+    if (!valid_index(plan, t) || plan.tensors[size_t(t)].kind != TensorKind::Input)
+      throw Error("plan: model input " + std::to_string(i) + " is not an input tensor");
+  }
+  for (int t : plan.outputs)
+    if (!valid_index(plan, t) || plan.tensors[size_t(root_of(plan, t))].kind == TensorKind::Fused)
+      throw Error("plan: a model output is not a stored tensor");
+  int64_t bound = activation_floats(plan) + 16 * int64_t(plan.tensors.size() + 1);
+  if (plan.arena_floats < 0 || plan.arena_floats > bound)
+    throw Error("plan: arena_floats " + std::to_string(plan.arena_floats) +
+                " is not what its activations need");
+}
+
+void check_kernel_step(const Plan& plan, const PlanStep& step, const std::string& where) {
+  if (step.function.empty() ||
+      step.function.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != std::string::npos)
+    throw Error(where + " names no valid kernel");
+  if (step.shapes.size() != step.inputs.size() + 1) throw Error(where + " lacks its buffer shapes");
+  for (size_t k = 0; k < step.shapes.size(); ++k) {
+    int t = k < step.inputs.size() ? step.inputs[k] : step.output;
+    check_shape(step.shapes[k], "a buffer of " + where.substr(6));
+    if (element_count(step.shapes[k]) != element_count(plan.tensors[size_t(t)].shape))
+      throw Error(where + " sees a tensor with another size");
+  }
+}
+
+void check_transpose_step(const Plan& plan, const PlanStep& step, const std::string& where) {
+  if (step.inputs.size() != 1) throw Error(where + " needs exactly one input");
+  const auto& in = plan.tensors[size_t(step.inputs[0])].shape;
+  std::vector<bool> seen(in.size(), false);
+  if (step.perm.size() != in.size()) throw Error(where + " has a perm of another rank");
+  for (int64_t p : step.perm) {
+    if (p < 0 || p >= int64_t(in.size()) || seen[size_t(p)])
+      throw Error(where + " has a perm that is not a permutation");
+    seen[size_t(p)] = true;
+  }
+  if (element_count(plan.tensors[size_t(step.output)].shape) != element_count(in))
+    throw Error(where + " writes a tensor of another size");
+}
+
+// Every index in range, each step reading only what is stored and already written.
+void check_steps(const Plan& plan) {
+  std::vector<bool> written(plan.tensors.size(), false);
+  for (size_t t = 0; t < plan.tensors.size(); ++t)
+    written[t] =
+        plan.tensors[t].kind == TensorKind::Input || plan.tensors[t].kind == TensorKind::Weight;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& step = plan.steps[s];
+    std::string where = "plan: step " + std::to_string(s) + " (" +
+                        (step.kind == StepKind::Kernel ? step.function : "transpose") + ")";
+    if (!valid_index(plan, step.output) ||
+        plan.tensors[size_t(root_of(plan, step.output))].kind != TensorKind::Activation)
+      throw Error(where + " writes no activation");
+    for (int t : step.inputs) {
+      if (!valid_index(plan, t)) throw Error(where + " reads an unknown tensor");
+      if (!written[size_t(root_of(plan, t))])
+        throw Error(where + " reads '" + plan.tensors[size_t(t)].name +
+                    "' before anything writes it");
+    }
+    if (step.kind == StepKind::Kernel)
+      check_kernel_step(plan, step, where);
+    else
+      check_transpose_step(plan, step, where);
+    written[size_t(root_of(plan, step.output))] = true;
+  }
+}
+
+}  // namespace
+
+ArtifactFile describe_file(const std::string& dir, const std::string& name) {
+  std::string path = dir + "/" + name;
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode))
+    throw Error("artifact: '" + path + "' is missing or not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read '" + path + "'");
+  return {name, int64_t(info.st_size), hash_stream(in)};
+}
+
+void check_artifact_files(const std::string& dir, const Plan& plan) {
+  for (const char* needed : {"model.so", "weights.bin"}) {
+    bool listed = false;
+    for (const auto& f : plan.files) listed = listed || f.name == needed;
+    if (!listed)
+      throw Error("artifact: plan.json records no size and hash of " + std::string(needed) +
+                  " (compiled by an older tlm? compile it again)");
+  }
+  for (const auto& f : plan.files) {
+    if (f.name.empty() || f.name.find('/') != std::string::npos || f.name[0] == '.')
+      throw Error("artifact: plan.json lists a file outside its folder ('" + f.name + "')");
+    ArtifactFile now = describe_file(dir, f.name);
+    if (now.bytes != f.bytes)
+      throw Error("artifact: '" + dir + "/" + f.name + "' has " + std::to_string(now.bytes) +
+                  " bytes, the plan recorded " + std::to_string(f.bytes) +
+                  " (truncated or replaced)");
+    if (now.hash != f.hash)
+      throw Error("artifact: '" + dir + "/" + f.name +
+                  "' does not match the hash the plan recorded (changed after compiling)");
+  }
+}
+
+void check_plan(const Plan& plan, size_t weight_floats) {
+  check_tensors(plan, weight_floats);
+  check_steps(plan);
+}
+
+}  // namespace tlm
