@@ -98,6 +98,42 @@ TEST(Cli, NumericFlagsOutsideTheirRangeAreRefused) {
   EXPECT_FALSE(std::ifstream(temp_path("flags.db")).good()) << "a refused command made a store";
 }
 
+// `records import` takes a file only when every record is valid, naming the first bad line.
+TEST(Cli, RecordsImportRefusesInvalidRecordsNamingTheLine) {
+  const std::string good =
+      R"({"hardware":"hw","task_key":"matmul:m=8,n=8,k=8","task_spec":"matmul:m=8,n=8,k=8",)"
+      R"("decisions":[8,8,8,8,0,8,0,0,1,8,0,0],"method":"random","status":"ok","min_ms":0.5,)"
+      R"("median_ms":0.6,"runs":5,"checkpoint":"","detail":"","created":1.0})";
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string line = good;
+    size_t at = line.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return line.replace(at, from.size(), to);
+  };
+  std::string db = temp_path("import.db"), file = temp_path("import.jsonl");
+  std::ofstream(file) << good << "\n";
+  CliRun ok = run_tlm("records import " + file + " --db " + db);
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("1 new records"), std::string::npos) << ok.output;
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {with("matmul:m=8,n=8,k=8\",\"decisions", "conv3d:c=1\",\"decisions"), "unknown op"},
+      {with(R"("task_key":"matmul:m=8,n=8,k=8")", R"("task_key":"matmul:m=08,n=8,k=8")"),
+       "is not its spec's key"},
+      {with("[8,8,8,8,0,8,0,0,1,8,0,0]", "[8,8,8,8,0,8,0,0,1,8,0,7]"), "not a legal schedule"},
+      {with("[8,8,8,8,0,8,0,0,1,8,0,0]", "[8,8]"), "not a legal schedule"},
+      {with(R"("median_ms":0.6)", R"("median_ms":-5)"), "finite and non-negative"},
+      {with(R"("min_ms":0.5)", R"("min_ms":0)"), "an ok record needs"},
+      {with(R"("status":"ok")", R"("status":"great")"), "unknown status 'great'"}};
+  for (const auto& [line, fragment] : bad) {
+    std::ofstream(file) << with("0.5,", "0.4,") << "\n" << line << "\n";
+    expect_one_line_error("records import " + file + " --db " + db, fragment);
+    EXPECT_NE(run_tlm("records import " + file + " --db " + db).output.find("line 2: "),
+              std::string::npos);
+  }
+  CliRun again = run_tlm("records export -o " + file + ".out --db " + db);
+  EXPECT_NE(again.output.find("1 records"), std::string::npos) << again.output;  // nothing added
+}
+
 // The model's commands: missing or corrupt models, data and registries are one-line errors.
 TEST(Cli, ModelCommandsRejectBadInput) {
   std::string dir = temp_path("models");

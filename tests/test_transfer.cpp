@@ -83,6 +83,29 @@ TEST(Transfer, ExcludedTasksAndOtherHardwareAreNeverSources) {
   EXPECT_EQ(transfer_seeds(store, target, space, kHardware, 8, 7).size(), 1u);
 }
 
+// A store that holds records no reader can use (an unknown op, a non-canonical key, as an
+// older or hostile writer left them) still seeds from its good tasks.
+TEST(Transfer, BadStoredRecordsAreSkippedNotFatal) {
+  RecordStore store(fresh_db("bad"));
+  store_random(store, kSameLoops, 3, 1);
+  store.add({{kHardware, "conv3d:c=1", "conv3d:c=1", {1}, "test", Status::Ok, 1, 1, 3, "", "", 0},
+             {kHardware,
+              "matmul:m=04,n=4,k=4",
+              "matmul:m=04,n=4,k=4",
+              {1},
+              "test",
+              Status::Ok,
+              1,
+              1,
+              3,
+              "",
+              "",
+              0}});
+  TaskSpec target = parse_task_spec(kTarget);
+  ScheduleSpace space(describe_task(target));
+  EXPECT_EQ(transfer_seeds(store, target, space, kHardware, 8, 7).size(), 1u);
+}
+
 // The task scheduler: unmeasured tasks first, then the largest expected saving (weight x
 // gain) among tasks that have not converged; it stops once nothing is worth a batch.
 TEST(TaskScheduler, SpendsWhereTheExpectedSavingIsLargestAndStopsWhenNothingPays) {

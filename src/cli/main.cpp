@@ -286,6 +286,16 @@ void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
   add_common(c.bench_op, f.common);
 }
 
+// An imported record's task: a valid spec whose canonical key is the record's key, and
+// decisions legal in its space.
+void check_record_task(const Record& r) {
+  TaskSpec task = parse_task_spec(r.task_spec);
+  if (task.key() != r.task_key)
+    throw Error("task_key '" + r.task_key + "' is not its spec's key '" + task.key() + "'");
+  if (!ScheduleSpace(describe_task(task)).is_legal(r.decisions))
+    throw Error("its decisions are not a legal schedule of " + task.key());
+}
+
 // `tlm records export|import`: the store's records as JSON lines, and merging them back.
 void add_records_commands(CLI::App& app, CommonFlags& flags) {
   auto* records = app.add_subcommand("records", "export or import measured records (JSON lines)");
@@ -303,8 +313,8 @@ void add_records_commands(CLI::App& app, CommonFlags& flags) {
   in->add_option("--db", flags.db, "record database (SQLite)");
   in->callback([&flags, file] {
     RecordStore store(flags.db);
-    std::printf("%lld new records in %s\n", (long long)import_records(store, *file),
-                flags.db.c_str());
+    std::printf("%lld new records in %s\n",
+                (long long)import_records(store, *file, check_record_task), flags.db.c_str());
   });
 }
 

@@ -110,8 +110,8 @@ void for_each_measured_task(const RecordStore& store, const Hardware& hardware, 
   std::set<std::string> skip;
   for (const auto& e : excluded) skip.insert(parse_task_spec(e).key());
   for (const auto& key : store.task_keys()) {
-    if (skip.count(key)) continue;
-    TaskSpec task = parse_task_spec(key);
+    TaskSpec task;
+    if (skip.count(key) || !read_stored_task(key, task)) continue;
     ScheduleSpace space(describe_task(task));
     std::vector<Record> legal;
     for (auto& r : store.best(key, hardware.fingerprint(), limit))

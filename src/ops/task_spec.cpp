@@ -194,6 +194,18 @@ TaskSpec parse_task_spec(const std::string& text) {
   return spec;
 }
 
+bool read_stored_task(const std::string& key, TaskSpec& task) {
+  try {
+    task = parse_task_spec(key);
+    if (task.key() == key) return true;
+    std::fprintf(stderr, "tlm: warning: skipping stored task '%s': not its canonical key '%s'\n",
+                 key.c_str(), task.key().c_str());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "tlm: warning: skipping stored task '%s': %s\n", key.c_str(), e.what());
+  }
+  return false;
+}
+
 std::string param_text(const std::string& key, int64_t value) {
   return key + "=" + std::to_string(value);
 }

@@ -50,6 +50,10 @@ struct TaskSpec {
 
 // Parses and validates; throws tlm::Error with a one-line message naming the bad part.
 TaskSpec parse_task_spec(const std::string& text);
+// For readers of a record store's task keys: the task, or false (with a one-line warning
+// on stderr naming the key) when the key is not a valid, canonical spec, so that one bad
+// stored record never stops work on the other tasks.
+bool read_stored_task(const std::string& key, TaskSpec& task);
 // "key=value", a piece of a spec's text.
 std::string param_text(const std::string& key, int64_t value);
 

@@ -57,8 +57,8 @@ std::vector<std::vector<int64_t>> transfer_seeds(const RecordStore& store, const
   for (const auto& spec : excluded) skip.insert(parse_task_spec(spec).key());
   std::vector<std::pair<double, TaskSpec>> nearest;
   for (const auto& key : store.task_keys()) {
-    if (skip.count(key)) continue;
-    TaskSpec other = parse_task_spec(key);
+    TaskSpec other;
+    if (skip.count(key) || !read_stored_task(key, other)) continue;
     if (other.kind == task.kind) nearest.push_back({shape_distance(task, other), other});
   }
   std::stable_sort(nearest.begin(), nearest.end(),

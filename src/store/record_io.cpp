@@ -1,5 +1,6 @@
 #include "store/record_io.h"
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,14 @@ Record from_json(const Json& j) {
   return r;
 }
 
+void check_times(const Record& r) {
+  if (!std::isfinite(r.min_ms) || !std::isfinite(r.median_ms) || r.min_ms < 0 || r.median_ms < 0 ||
+      r.runs < 0)
+    throw Error("times must be finite and non-negative");
+  if (r.status == Status::Ok && !(r.min_ms > 0 && r.min_ms <= r.median_ms && r.runs >= 1))
+    throw Error("an ok record needs 0 < min_ms <= median_ms and at least one run");
+}
+
 }  // namespace
 
 int64_t export_records(const RecordStore& store, const std::string& path,
@@ -51,7 +60,7 @@ int64_t export_records(const RecordStore& store, const std::string& path,
   return written;
 }
 
-int64_t import_records(RecordStore& store, const std::string& path) {
+int64_t import_records(RecordStore& store, const std::string& path, const RecordCheck& check) {
   std::ifstream in(path);
   if (!in) throw Error("cannot read '" + path + "'");
   std::vector<Record> records;
@@ -60,6 +69,8 @@ int64_t import_records(RecordStore& store, const std::string& path) {
     if (line.empty()) continue;
     try {
       records.push_back(from_json(Json::parse(line)));
+      check_times(records.back());
+      if (check) check(records.back());
     } catch (const Json::exception&) {
       throw Error("'" + path + "' line " + std::to_string(number) + " is not a record");
     } catch (const Error& e) {

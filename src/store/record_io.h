@@ -2,6 +2,7 @@
 // outside a database (the compact export shipped beside a trained checkpoint, data moved
 // between machines). Importing merges idempotently, as RecordStore::add does.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "store/record_store.h"
@@ -12,8 +13,15 @@ namespace tlm {
 // task, oldest first; returns how many.
 int64_t export_records(const RecordStore& store, const std::string& path,
                        const std::string& hardware = "");
+// What a record must satisfy beyond its own fields (the store knows no task spaces: the
+// caller checks that the spec is valid, the key is its canonical key and the decisions
+// are legal in the task's space); throws tlm::Error saying what is wrong.
+using RecordCheck = std::function<void(const Record&)>;
+
 // Adds the file's records; returns how many were new. Throws tlm::Error naming the line
-// of the first malformed record (nothing of the file is added then).
-int64_t import_records(RecordStore& store, const std::string& path);
+// of the first bad record (nothing of the file is added then): malformed JSON, a missing
+// field, an unknown status, times that are not finite and non-negative (positive, with
+// min <= median and at least one run, for an ok record), or one `check` refuses.
+int64_t import_records(RecordStore& store, const std::string& path, const RecordCheck& check = {});
 
 }  // namespace tlm
