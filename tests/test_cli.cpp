@@ -157,6 +157,12 @@ TEST(Cli, ModelCommandsRejectBadInput) {
   expect_one_line_error("compile alexnet -o " + dir + "/out", "unknown model 'alexnet'");
   expect_one_line_error("run " + dir + "/no-artifact", "no compiled model");
   expect_one_line_error("compile llama-7b --layers 32 -o " + dir + "/llama", "GB available");
+  ::mkdir((dir + "/tlm-0123456789abcdef").c_str(), 0755);  // a checkpoint that does not load
+  std::ofstream(dir + "/tlm-0123456789abcdef/config.json") << R"({"context": 64, "layers": 1})";
+  std::ofstream(dir + "/tlm-0123456789abcdef/weights.pt") << "not a libtorch archive";
+  expect_one_line_error("model --models " + dir + " promote tlm-0123456789abcdef",
+                        "tlm-0123456789abcdef");
+  EXPECT_EQ(run_tlm("model --models " + dir + " list").output.find("default"), std::string::npos);
   std::ofstream(dir + "/registry.json") << "{not json";
   expect_one_line_error("model --models " + dir + " list", "not valid JSON");
 }

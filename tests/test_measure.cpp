@@ -11,6 +11,7 @@
 #include "measure/timing.h"
 #include "measure/verify.h"
 #include "space/schedule_space.h"
+#include "util/error.h"
 
 namespace tlm {
 namespace {
@@ -54,6 +55,21 @@ TEST(Measurer, FaultsAreRecordedAndTheRunGoesOn) {
   EXPECT_GT(results[1].timing.median_ms, 0);
   EXPECT_LE(results[1].timing.min_ms, results[1].timing.median_ms);
   EXPECT_GT(results[3].max_error, tolerance_for(32));
+}
+
+// A worker that cannot start (here: no such executable; in life, libraries that do not
+// load under a too-small memory limit) is a setup error, not the schedule's crash.
+TEST(Measurer, AWorkerThatCannotStartIsASetupErrorNotACrash) {
+  TaskSpec task = parse_task_spec("matmul:m=32,n=32,k=32");
+  MeasureOptions options = test_options();
+  options.worker_command = "/nonexistent/tlm";
+  Measurer measurer(options);
+  try {
+    measurer.measure_each(task, {{KernelMethod::Reference, {}}});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("measurement setup"), std::string::npos) << e.what();
+  }
 }
 
 // The two-phase path of search trials (two workers build at once, run one at a time)

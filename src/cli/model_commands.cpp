@@ -9,6 +9,7 @@
 
 #include "cli/flag_checks.h"
 #include "measure/measurer.h"
+#include "model/checkpoint.h"
 #include "model/dataset.h"
 #include "model/registry.h"
 #include "model/schedule_model.h"
@@ -224,7 +225,11 @@ void add_registry_commands(CLI::App& app) {
   auto* promote = model->add_subcommand("promote", "make a checkpoint the default");
   promote->add_option("id", flags->id, "checkpoint id")->required();
   promote->add_option("--reason", flags->reason, "recorded in the history");
-  promote->callback([flags] { Registry(flags->models_dir).promote(flags->id, flags->reason); });
+  promote->callback([flags] {
+    Registry registry(flags->models_dir);
+    load_checkpoint(registry.path_of(flags->id));  // its content hash holds and it loads
+    registry.promote(flags->id, flags->reason);
+  });
   auto* base = model->add_subcommand("base", "mark a checkpoint as the validated base");
   base->add_option("id", flags->id, "checkpoint id")->required();
   base->add_option("--reason", flags->reason, "recorded in the history");

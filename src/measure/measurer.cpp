@@ -115,7 +115,14 @@ std::string Measurer::worker_exit_reason() {
   pid_ = -1;
   std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
                                         : "exited with " + std::to_string(WEXITSTATUS(status));
-  return "worker " + how + ": " + worker_log_tail();
+  std::string log = worker_log_tail();
+  // The environment's fault, not the schedule's: the worker could not even start (its
+  // libraries did not load, e.g. under a memory limit too small). Never stored as a crash.
+  if ((WIFEXITED(status) && WEXITSTATUS(status) == 127) ||
+      log.find("error while loading shared libraries") != std::string::npos)
+    throw Error("measurement setup: the worker could not start (" + how + ": " +
+                log.substr(0, 200) + ")");
+  return "worker " + how + ": " + log;
 }
 
 bool Measurer::send(const std::string& request_line, MeasureResult& failure) {
