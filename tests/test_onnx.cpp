@@ -429,6 +429,45 @@ TEST(OnnxImport, UnsupportedNodesAreRefusedByName) {
       "(MaxPool): only 2-D pooling");
 }
 
+// Attribute values out of range (issue 16) are refused at import, naming the node.
+TEST(OnnxImport, AttributesOutOfRangeAreRefusedNamingTheNode) {
+  auto window_model = [](const std::string& op, const std::vector<int64_t>& strides,
+                         const std::vector<int64_t>& pads, const std::vector<int64_t>& dilations) {
+    OnnxBuilder m;
+    m.input("x", {1, 2, 8, 8});
+    std::vector<std::string> inputs = {"x"};
+    if (op == "Conv") m.init("w", {4, 2, 3, 3}, random_values(72, 3)), inputs.push_back("w");
+    auto* n = m.node(op, inputs, "y");
+    if (op != "Conv") set_ints(n, "kernel_shape", {3, 3});
+    set_ints(n, "strides", strides);
+    set_ints(n, "pads", pads);
+    set_ints(n, "dilations", dilations);
+    m.output("y");
+    return m.bytes();
+  };
+  for (const char* op : {"Conv", "MaxPool", "AveragePool"}) {
+    std::string node = std::string("node '") + op + "_y' (" + op + ")";
+    expect_error_mentioning(window_model(op, {0, 0}, {0, 0, 0, 0}, {1, 1}), node);
+    expect_error_mentioning(window_model(op, {1, 1}, {-1, -1, -1, -1}, {1, 1}), node);
+    expect_error_mentioning(window_model(op, {1, 1}, {0, 0, 0, 0}, {0, 0}), node);
+  }
+  expect_error_mentioning(window_model("MaxPool", {1, 1}, {3, 3, 3, 3}, {1, 1}),
+                          "node 'MaxPool_y' (MaxPool)");  // padding as wide as the window
+  {
+    OnnxBuilder m;
+    m.input("x", {1, 0, 8});
+    m.node("Relu", {"x"}, "y");
+    m.output("y");
+    expect_error_mentioning(m.bytes(), "input 'x' has a zero dimension");
+  }
+  {
+    OnnxBuilder m;  // no nodes: nothing to compile
+    m.input("x", {1, 8});
+    m.output("x");
+    expect_error_mentioning(m.bytes(), "the model computes nothing");
+  }
+}
+
 // Weights kept in an external file are read from the model's folder; a path leaving it is
 // refused.
 TEST(OnnxImport, ExternalDataStaysInsideTheModelsFolder) {

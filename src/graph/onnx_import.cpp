@@ -334,6 +334,8 @@ void Importer::add_input(const onnx::ValueInfoProto& input) {
     }
   }
   checked_count(v.shape, "input '" + input.name() + "'");
+  for (int64_t e : v.shape)
+    if (e < 1) throw Error("onnx: input '" + input.name() + "' has a zero dimension");
   v.tensor = graph_.input(input.name(), v.shape, v.dtype);
   values_.push_back(v);
   names_[input.name()] = int(values_.size()) - 1;
