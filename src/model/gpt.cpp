@@ -34,6 +34,8 @@ ModelConfig ModelConfig::from_json(const std::string& text) {
   if (c.context < 8 || c.layers < 1 || c.heads < 1 || c.d_model < c.heads ||
       c.d_model % c.heads != 0 || c.vocab < 0)
     throw Error("model config: needs context >= 8, layers >= 1, heads >= 1 dividing d_model");
+  if (c.context > 65536 || c.layers > 256 || c.d_model > 16384 || c.vocab > (1 << 20))
+    throw Error("model config: at most context 65536, 256 layers, d_model 16384, vocab 2^20");
   return c;
 }
 
