@@ -155,6 +155,9 @@ TEST(Cli, ModelCommandsRejectBadInput) {
                         "model config");
   expect_one_line_error("tasks alexnet", "unknown model 'alexnet'");
   expect_one_line_error("compile alexnet -o " + dir + "/out", "unknown model 'alexnet'");
+  expect_one_line_error(
+      "compile mobilenetv2 --image 32 --strategy tlm --models " + dir + " -o " + dir + "/out",
+      "--strategy tlm needs a model");
   expect_one_line_error("run " + dir + "/no-artifact", "no compiled model");
   expect_one_line_error("compile llama-7b --layers 32 -o " + dir + "/llama", "GB available");
   ::mkdir((dir + "/tlm-0123456789abcdef").c_str(), 0755);  // a checkpoint that does not load
