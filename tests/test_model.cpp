@@ -18,6 +18,7 @@
 #include "model/registry.h"
 #include "model/schedule_model.h"
 #include "model/train.h"
+#include "mutate.h"
 #include "op_kinds.h"
 #include "util/error.h"
 
@@ -136,21 +137,7 @@ TEST(Gpt, FuzzedConfigsAreReadOrRefused) {
   std::mt19937_64 rng(16);
   int refused = 0;
   for (int trial = 0; trial < 2000; ++trial) {
-    std::string text = valid;
-    for (int edits = 1 + int(rng() % 3); edits-- > 0 && !text.empty();) {
-      size_t at = rng() % text.size();
-      switch (rng() % 3) {
-        case 0:
-          text[at] = "0123456789-.e{}[]\":, x"[rng() % 23];
-          break;
-        case 1:
-          text.erase(at, 1 + rng() % 4);
-          break;
-        default:
-          text.insert(at, std::to_string(int64_t(rng() % 100000) - 50000));
-          break;
-      }
-    }
+    std::string text = mutate(valid, rng, "0123456789-.e{}[]\":, x");
     try {
       ModelConfig c = ModelConfig::from_json(text);
       EXPECT_TRUE(c.context >= 8 && c.context <= 65536 && c.layers >= 1 && c.layers <= 256 &&

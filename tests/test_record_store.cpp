@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "mutate.h"
 #include "store/record_io.h"
 #include "store/record_store.h"
 #include "util/error.h"
@@ -200,21 +201,7 @@ TEST_F(RecordStoreTest, FuzzedRecordFilesImportWholeOrNotAtAll) {
   std::mt19937_64 rng(16);
   int refused = 0;
   for (int trial = 0; trial < 1000; ++trial) {
-    std::string text = valid;
-    for (int edits = 1 + int(rng() % 3); edits-- > 0 && !text.empty();) {
-      size_t at = rng() % text.size();
-      switch (rng() % 3) {
-        case 0:
-          text[at] = "0123456789-.e{}[]\":,\n x"[rng() % 24];
-          break;
-        case 1:
-          text.erase(at, 1 + rng() % 4);
-          break;
-        default:
-          text.insert(at, std::to_string(int64_t(rng() % 100000) - 50000));
-          break;
-      }
-    }
+    std::string text = tlm::mutate(valid, rng, "0123456789-.e{}[]\":,\n x");
     std::ofstream(file) << text;
     RecordStore store(path("fuzz" + std::to_string(trial) + ".db"));
     try {

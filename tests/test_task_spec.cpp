@@ -3,6 +3,7 @@
 
 #include <random>
 
+#include "mutate.h"
 #include "op_kinds.h"
 #include "ops/task_shape.h"
 #include "ops/task_spec.h"
@@ -70,21 +71,7 @@ TEST(TaskSpec, FuzzedSpecsParseOrAreRefused) {
   std::mt19937_64 rng(16);
   int refused = 0, accepted = 0;
   for (int trial = 0; trial < 20000; ++trial) {
-    std::string text = examples[rng() % examples.size()];
-    for (int edits = 1 + int(rng() % 2); edits-- > 0 && !text.empty();) {
-      size_t at = rng() % text.size();
-      switch (rng() % 3) {
-        case 0:
-          text[at] = "0123456789-=,+:@x_ "[rng() % 19];
-          break;
-        case 1:
-          text.erase(at, 1 + rng() % 3);
-          break;
-        default:
-          text.insert(at, std::to_string(int64_t(rng() % 100000) - 50000));
-          break;
-      }
-    }
+    std::string text = mutate(examples[rng() % examples.size()], rng, "0123456789-=,+:@x_ ", 2);
     try {
       TaskSpec task = parse_task_spec(text);
       EXPECT_EQ(parse_task_spec(task.key()).key(), task.key()) << text;
