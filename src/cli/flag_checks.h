@@ -3,6 +3,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace tlm {
@@ -10,10 +11,9 @@ namespace tlm {
 // Accepts a finite number in [low, high].
 inline CLI::Validator in_range(double low, double high) {
   auto text = [](double v) {
-    std::string s = std::to_string(v);
-    s.erase(s.find_last_not_of('0') + 1);
-    if (s.back() == '.') s.pop_back();
-    return s;
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.10g", v);
+    return std::string(buffer);
   };
   std::string range = "[" + text(low) + ", " + text(high) + "]";
   return CLI::Validator(
