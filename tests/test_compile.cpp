@@ -329,6 +329,28 @@ std::string load_error(const std::string& dir, const std::string& hardware = {})
   return "";
 }
 
+enum class BadTranspose { EmptyPerm, RepeatedAxis, OtherSize };
+
+// Inserts after step `after` a transpose of that step's output into itself, broken as
+// `bad` says (OtherSize: a valid perm into the first activation of another size).
+void add_transpose(Plan& p, int after, BadTranspose bad) {
+  PlanStep t;
+  t.kind = StepKind::Transpose;
+  int from = p.steps[size_t(after)].output;
+  size_t rank = p.tensors[size_t(from)].shape.size();
+  t.inputs = {from};
+  t.output = from;
+  if (bad == BadTranspose::RepeatedAxis) t.perm.assign(rank, 9);
+  if (bad == BadTranspose::OtherSize) {
+    for (size_t d = 0; d < rank; ++d) t.perm.push_back(int64_t(d));
+    for (size_t i = 0; i < p.tensors.size() && t.output == from; ++i)
+      if (p.tensors[i].kind == TensorKind::Activation &&
+          element_count(p.tensors[i].shape) != element_count(p.tensors[size_t(from)].shape))
+        t.output = int(i);
+  }
+  p.steps.insert(p.steps.begin() + after + 1, t);
+}
+
 int first_step_of(const Plan& plan, StepKind kind) {
   for (size_t s = 0; s < plan.steps.size(); ++s)
     if (plan.steps[s].kind == kind) return int(s);
@@ -341,7 +363,6 @@ TEST(Compile, EditedPlansAreRefusedBeforeAnythingRuns) {
   const Plan good = read_plan(path);
   int kernel = first_step_of(good, StepKind::Kernel);
   ASSERT_GE(kernel, 0);
-  int transpose = first_step_of(good, StepKind::Transpose);
   std::vector<std::pair<std::string, std::function<void(Plan&)>>> edits = {
       {"model output", [](Plan& p) { p.outputs[0] = 100000; }},
       {"input", [](Plan& p) { p.inputs[0] = -3; }},
@@ -356,16 +377,10 @@ TEST(Compile, EditedPlansAreRefusedBeforeAnythingRuns) {
        }},
       {"no valid kernel", [&](Plan& p) { p.steps[size_t(kernel)].function = "../x"; }},
       {"before anything writes it", [](Plan& p) { std::swap(p.steps[0], p.steps.back()); }},
-      {"transpose", [&](Plan& p) {  // a transpose with an empty perm, where none is a kernel
-         PlanStep t = p.steps[size_t(kernel)];
-         t.kind = StepKind::Transpose;
-         t.inputs.resize(1);
-         t.perm.clear();
-         p.steps.insert(p.steps.begin() + kernel + 1, t);
-       }}};
-  if (transpose >= 0)
-    edits.push_back(
-        {"not a permutation", [&](Plan& p) { p.steps[size_t(transpose)].perm.assign(4, 9); }});
+      {"perm of another rank", [&](Plan& p) { add_transpose(p, kernel, BadTranspose::EmptyPerm); }},
+      {"not a permutation", [&](Plan& p) { add_transpose(p, kernel, BadTranspose::RepeatedAxis); }},
+      {"writes a tensor of another size",
+       [&](Plan& p) { add_transpose(p, kernel, BadTranspose::OtherSize); }}};
   for (const auto& [fragment, edit] : edits) {
     Plan plan = good;
     edit(plan);
@@ -374,12 +389,15 @@ TEST(Compile, EditedPlansAreRefusedBeforeAnythingRuns) {
     EXPECT_NE(error.find(fragment), std::string::npos) << fragment << ": " << error;
     EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   }
-  std::string text = read_text(path);  // an unknown step kind, by hand
-  write_plan(path, good);
-  text = read_text(path);
-  text.replace(text.find("\"kernel\""), 8, "\"jump\"");
-  write_text(path, text);
+  write_plan(path, good);  // unknown step and tensor kinds, by hand
+  const std::string text = read_text(path);
+  std::string jump = text, ghost = text;
+  jump.replace(jump.find("\"kernel\""), 8, "\"jump\"");
+  write_text(path, jump);
   EXPECT_NE(load_error(dir).find("unknown step kind 'jump'"), std::string::npos);
+  ghost.replace(ghost.find("\"activation\""), 12, "\"ghost\"");
+  write_text(path, ghost);
+  EXPECT_NE(load_error(dir).find("unknown tensor kind 'ghost'"), std::string::npos);
   write_plan(path, good);
   EXPECT_EQ(load_error(dir), "");
   EXPECT_NE(load_error(dir, "other-hardware").find("compiled for test-hardware"),

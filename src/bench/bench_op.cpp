@@ -160,6 +160,18 @@ std::string format_entry(const BenchEntry& e, double base) {
 
 }  // namespace
 
+void check_bench_methods(const std::vector<std::string>& methods) {
+  for (const auto& method : methods) {
+    SearchMethod search;
+    int count = 0;
+    if (is_search(method, search, count) || is_model_method(method, count)) {
+      if (count < 1) throw Error("bench: method '" + method + "' needs at least 1 trial");
+      continue;
+    }
+    kernel_method_named(method);
+  }
+}
+
 BenchRow bench_task(const TaskSpec& task, Measurer& measurer, RecordStore& store,
                     const BenchOptions& options) {
   TaskShape shape = describe_task(task);

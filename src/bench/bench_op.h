@@ -40,6 +40,9 @@ struct BenchRow {
   std::vector<BenchEntry> entries;
 };
 
+// Throws tlm::Error (one line) for a method name bench_task would not know, before any
+// work: a search with its trials ("evolutionary-1000"), "tlm-K", or a kernel method.
+void check_bench_methods(const std::vector<std::string>& methods);
 BenchRow bench_task(const TaskSpec& task, Measurer& measurer, RecordStore& store,
                     const BenchOptions& options);
 std::string format_bench_table(const std::vector<BenchRow>& rows, const std::string& baseline);

@@ -120,6 +120,7 @@ void run_bench(const std::vector<std::string>& specs, BenchOptions options,
                const std::string& json_path, const CommonFlags& flags) {
   std::vector<TaskSpec> tasks;
   for (const auto& s : specs) tasks.push_back(parse_task_spec(s));
+  check_bench_methods(options.methods);
   RecordStore store(flags.db);
   Measurer measurer(measure_options(flags));
   options.hardware = detect_hardware().fingerprint();
