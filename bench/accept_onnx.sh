@@ -44,4 +44,12 @@ done
 [ -f "$results/zoo_efficientnet-b0.bench.json" ] ||
   "$tlm" bench model efficientnet-b0 --strategy tlm --db "$results/none.db" --out out/accept-onnx \
     --json "$results/zoo_efficientnet-b0.bench.json" > "$results/zoo_efficientnet-b0.log" 2>&1
+# The two EfficientNet-B0 builds against each other: 5 alternating rounds of 40 runs.
+if [ ! -f "$results/efficientnet_b0_onnx_vs_zoo.txt" ] && [ -d out/accept-onnx/efficientnet_b0 ]; then
+  for round in 1 2 3 4 5; do
+    for build in efficientnet_b0 efficientnet-b0; do
+      echo "$build $("$tlm" run "out/accept-onnx/$build" --bench 40 2>&1 | grep latency)"
+    done
+  done > "$results/efficientnet_b0_onnx_vs_zoo.txt"
+fi
 /usr/bin/python3 bench/accept_onnx.py "$results" "$onnx" $models
