@@ -95,6 +95,8 @@ TEST(Cli, NumericFlagsOutsideTheirRangeAreRefused) {
   expect_one_line_error("bench op 'matmul:m=8,n=8,k=8' --methods random-8,bogus" + db,
                         "unknown method 'bogus'");
   expect_one_line_error("bench op 'matmul:m=8,n=8,k=8' --methods random-0" + db, "at least 1");
+  expect_one_line_error("measure 'matmul:m=8,n=8,k=8' --method bogus" + db,
+                        "unknown method 'bogus'");
   expect_one_line_error("tasks gpt2 --layers -1", "--layers: '-1'");
   expect_one_line_error("train finetune --init models/none --run " + temp_path("r") + " --lr inf",
                         "--lr: 'inf'");

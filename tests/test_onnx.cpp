@@ -454,6 +454,13 @@ TEST(OnnxImport, AttributesOutOfRangeAreRefusedNamingTheNode) {
   expect_error_mentioning(window_model("MaxPool", {1, 1}, {3, 3, 3, 3}, {1, 1}),
                           "node 'MaxPool_y' (MaxPool)");  // padding as wide as the window
   {
+    OnnxBuilder m;  // an empty window
+    m.input("x", {1, 2, 8, 8});
+    set_ints(m.node("MaxPool", {"x"}, "y"), "kernel_shape", {0, 0});
+    m.output("y");
+    expect_error_mentioning(m.bytes(), "node 'MaxPool_y' (MaxPool): kernel_shape");
+  }
+  {
     OnnxBuilder m;
     m.input("x", {1, 0, 8});
     m.node("Relu", {"x"}, "y");
