@@ -454,6 +454,14 @@ TEST(OnnxImport, AttributesOutOfRangeAreRefusedNamingTheNode) {
   expect_error_mentioning(window_model("MaxPool", {1, 1}, {3, 3, 3, 3}, {1, 1}),
                           "node 'MaxPool_y' (MaxPool)");  // padding as wide as the window
   {
+    OnnxBuilder m;  // groups that do not divide the channels
+    m.input("x", {1, 2, 8, 8});
+    m.init("w", {4, 2, 3, 3}, random_values(72, 3));
+    set_int(m.node("Conv", {"x", "w"}, "y"), "group", 3);
+    m.output("y");
+    expect_error_mentioning(m.bytes(), "node 'Conv_y' (Conv): group 3 does not divide");
+  }
+  {
     OnnxBuilder m;  // an empty window
     m.input("x", {1, 2, 8, 8});
     set_ints(m.node("MaxPool", {"x"}, "y"), "kernel_shape", {0, 0});
