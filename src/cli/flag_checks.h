@@ -32,4 +32,9 @@ inline CLI::Validator in_range(double low, double high) {
       "in " + range);
 }
 
+// A random seed: 32 bits.
+inline CLI::Validator seed_range() {
+  return in_range(0, 4294967295.0);
+}
+
 }  // namespace tlm

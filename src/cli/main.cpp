@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <memory>
 
 #include "bench/bench_op.h"
 #include "cli/compile_commands.h"
@@ -248,8 +250,7 @@ void add_task_commands(CLI::App& app, Flags& f, Commands& c) {
   c.lang = app.add_subcommand("lang", "show a task and a schedule in the tensor language");
   c.lang->add_option("task", f.spec, "task spec")->required();
   c.lang->add_option("--decisions", f.decisions, "comma-separated values (default: random)");
-  c.lang->add_option("--seed", f.search.seed, "seed of the random schedule")
-      ->check(in_range(0, 4294967295.0));
+  c.lang->add_option("--seed", f.search.seed, "seed of the random schedule")->check(seed_range());
   c.measure = app.add_subcommand("measure", "measure one candidate of a task");
   c.measure->add_option("task", f.spec, "task spec")->required();
   c.measure->add_option("--method", f.method, "space|reference|adams2019|...|onednn|openblas");
@@ -269,7 +270,7 @@ void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
   c.tune->add_option("--method", f.search_method,
                      "random | evolutionary | transfer (evolutionary, seeded from similar tasks)");
   c.tune->add_option("--trials", f.search.trials, "measured trials")->check(in_range(0, 100000));
-  c.tune->add_option("--seed", f.search.seed, "random seed")->check(in_range(0, 4294967295.0));
+  c.tune->add_option("--seed", f.search.seed, "random seed")->check(seed_range());
   c.tune->add_option("--exclude", f.transfer_exclude,
                      "task list (e.g. held-out tasks) transfer never seeds from");
   c.tune->add_flag("--up-to", f.up_to,
@@ -288,13 +289,25 @@ void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
 }
 
 // An imported record's task: a valid spec whose canonical key is the record's key, and
-// decisions legal in its space.
-void check_record_task(const Record& r) {
-  TaskSpec task = parse_task_spec(r.task_spec);
-  if (task.key() != r.task_key)
-    throw Error("task_key '" + r.task_key + "' is not its spec's key '" + task.key() + "'");
-  if (!ScheduleSpace(describe_task(task)).is_legal(r.decisions))
-    throw Error("its decisions are not a legal schedule of " + task.key());
+// decisions legal in its space (each spec's space made once: files hold thousands of
+// records of a few hundred tasks).
+RecordCheck record_task_check() {
+  struct Known {
+    std::string key;
+    std::shared_ptr<ScheduleSpace> space;
+  };
+  auto known = std::make_shared<std::map<std::string, Known>>();
+  return [known](const Record& r) {
+    Known& task = (*known)[r.task_spec];
+    if (!task.space) {
+      TaskSpec spec = parse_task_spec(r.task_spec);
+      task = {spec.key(), std::make_shared<ScheduleSpace>(describe_task(spec))};
+    }
+    if (task.key != r.task_key)
+      throw Error("task_key '" + r.task_key + "' is not its spec's key '" + task.key + "'");
+    if (!task.space->is_legal(r.decisions))
+      throw Error("its decisions are not a legal schedule of " + task.key);
+  };
 }
 
 // `tlm records export|import`: the store's records as JSON lines, and merging them back.
@@ -315,7 +328,7 @@ void add_records_commands(CLI::App& app, CommonFlags& flags) {
   in->callback([&flags, file] {
     RecordStore store(flags.db);
     std::printf("%lld new records in %s\n",
-                (long long)import_records(store, *file, check_record_task), flags.db.c_str());
+                (long long)import_records(store, *file, record_task_check()), flags.db.c_str());
   });
 }
 

@@ -248,7 +248,7 @@ void add_model_commands(CLI::App& app, const std::string& command_line, const st
   corpus->add_option("-o,--out", corpus_flags->out, "dataset file")->required();
   corpus->add_option("--per-task", corpus_flags->per_task, "random schedules per task")
       ->check(in_range(1, 1e6));
-  corpus->add_option("--seed", corpus_flags->seed, "random seed")->check(in_range(0, 4294967295.0));
+  corpus->add_option("--seed", corpus_flags->seed, "random seed")->check(seed_range());
   corpus->add_option("--exclude", corpus_flags->exclude, "held-out task list to leave out");
   corpus->callback([corpus_flags] { run_corpus(*corpus_flags); });
 
@@ -261,8 +261,7 @@ void add_model_commands(CLI::App& app, const std::string& command_line, const st
   gen->add_option("--model", gen_flags->model, "checkpoint folder (default: the registry's)");
   gen->add_option("--models", gen_flags->models_dir, "models directory");
   gen->add_option("--mode", gen_flags->options.mode, "beam | greedy | sample");
-  gen->add_option("--seed", gen_flags->options.seed, "seed (sample)")
-      ->check(in_range(0, 4294967295.0));
+  gen->add_option("--seed", gen_flags->options.seed, "seed (sample)")->check(seed_range());
   gen->add_option("--temperature", gen_flags->options.temperature, "temperature (sample)")
       ->check(in_range(0.01, 100));
   gen->add_flag("--measure", gen_flags->measure,

@@ -249,7 +249,9 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
             std::streamsize(b.weights.size() * sizeof(float)));
   out.close();
   if (!out) throw Error("compile: cannot write weights.bin");
-  b.plan.files = {describe_file(o.out_dir, "model.so"), describe_file(o.out_dir, "weights.bin")};
+  b.plan.files = {describe_file(o.out_dir, "model.so"),
+                  describe_bytes("weights.bin", reinterpret_cast<const char*>(b.weights.data()),
+                                 b.weights.size() * sizeof(float))};
   write_plan(o.out_dir + "/plan.json", b.plan);
   return b.plan;
 }

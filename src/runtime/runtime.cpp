@@ -14,12 +14,18 @@
 namespace tlm {
 namespace {
 
-std::vector<float> read_weights(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw Error("cannot read '" + path + "'");
-  std::vector<float> w(size_t(in.tellg()) / sizeof(float));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(w.data()), std::streamsize(w.size() * sizeof(float)));
+// weights.bin, checked against the plan's record: its size before reading, its content after.
+std::vector<float> read_weights(const std::string& dir, const Plan& plan) {
+  std::string path = dir + "/weights.bin";
+  int64_t bytes = regular_file_size(path);
+  check_artifact_file(dir, plan, {"weights.bin", bytes, ""});
+  std::vector<float> w(size_t(bytes) / sizeof(float));
+  std::ifstream in(path, std::ios::binary);
+  if (!in.read(reinterpret_cast<char*>(w.data()), std::streamsize(w.size() * sizeof(float))))
+    throw Error("cannot read '" + path + "'");
+  check_artifact_file(dir, plan,
+                      describe_bytes("weights.bin", reinterpret_cast<const char*>(w.data()),
+                                     w.size() * sizeof(float)));
   return w;
 }
 
@@ -73,11 +79,11 @@ std::unique_ptr<CompiledModel> CompiledModel::load(const std::string& dir,
                                                    const std::string& this_hardware) {
   std::unique_ptr<CompiledModel> m(new CompiledModel());
   m->plan_ = read_plan(dir + "/plan.json");
-  check_artifact_files(dir, m->plan_);
   if (!this_hardware.empty() && this_hardware != m->plan_.hardware)
     throw Error("'" + dir + "' was compiled for " + m->plan_.hardware + ", this machine is " +
                 this_hardware + " (--any-hardware runs it anyway)");
-  m->weights_ = read_weights(dir + "/weights.bin");
+  check_artifact_file(dir, m->plan_, describe_file(dir, "model.so"));  // before dlopen runs it
+  m->weights_ = read_weights(dir, m->plan_);
   check_plan(m->plan_, m->weights_.size());
   check_memory_plan(m->plan_);
   m->library_ = dlopen((dir + "/model.so").c_str(), RTLD_NOW | RTLD_LOCAL);
