@@ -11,6 +11,10 @@
 #   TRIALS=128 bash bench/gen_tuning_data.sh [tlm executable]
 #   METHOD=transfer TRIALS=32 bash bench/gen_tuning_data.sh
 #   ONNX_DIR=bench/results/onnx-full METHOD=transfer TRIALS=32 bash bench/gen_tuning_data.sh
+# With KINDS (a regex of task kinds, e.g. KINDS='dense|conv2d') only those tasks are tuned:
+# after a space change of those kinds (session 16: dense gained its weight layout).
+# With MORE=N each task gets N new trials whatever it has (not topped up); SKIP=K resumes
+# such a run after its first K tasks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tlm=${1:-./build/src/cli/tlm}
@@ -28,14 +32,18 @@ held_out=$(grep -v '^#' bench/heldout_tasks.txt | while read -r t; do
   if [ -n "${ONNX_DIR:-}" ]; then
     for f in "$ONNX_DIR"/*.onnx; do "$tlm" tasks "$f" --specs; done
   fi
-} | awk '!seen[$0]++' | grep -v -F -x -f <(echo "$held_out") > "$list"
+} | awk '!seen[$0]++' | grep -v -F -x -f <(echo "$held_out") |
+  grep -E "^(${KINDS:-[a-z_0-9]+}):" > "$list"
 total=$(wc -l < "$list")
-done_tasks=0
 start=$(date +%s)
+count=(--trials "$trials" --up-to)
+[ -n "${MORE:-}" ] && count=(--trials "$MORE")
+tail -n +$((${SKIP:-0} + 1)) "$list" > "$list.todo"
+done_tasks=${SKIP:-0}
 while read -r task; do
-  "$tlm" tune "$task" --method "$method" --trials "$trials" --up-to --db "$db" \
+  "$tlm" tune "$task" --method "$method" "${count[@]}" --db "$db" \
     --exclude bench/heldout_tasks.txt --timeout 300 --memory-mb 16000 < /dev/null || echo "gen_tuning_data: $task failed" >&2
   done_tasks=$((done_tasks + 1))
   elapsed=$(($(date +%s) - start))
-  echo "gen_tuning_data: $done_tasks/$total tasks, ${elapsed}s, ETA $((elapsed * (total - done_tasks) / done_tasks))s" >&2
-done < "$list"
+  echo "gen_tuning_data: $done_tasks/$total tasks, ${elapsed}s, ETA $((elapsed * (total - done_tasks) / (done_tasks - ${SKIP:-0})))s" >&2
+done < "$list.todo"

@@ -139,6 +139,29 @@ TEST(Cli, RecordsImportRefusesInvalidRecordsNamingTheLine) {
   EXPECT_NE(again.output.find("1 records"), std::string::npos) << again.output;  // nothing added
 }
 
+// A dense record from before dense tasks had a weight layout decision imports as the
+// plain layout it measured (block 1 in front); one of today's form imports unchanged.
+TEST(Cli, RecordsImportBringsOldDenseRecordsToTodaysSpace) {
+  auto line = [](const std::string& decisions, const std::string& created) {
+    return R"({"hardware":"hw","task_key":"dense:m=8,n=8,k=8","task_spec":"dense:m=8,n=8,k=8",)"
+           R"("decisions":[)" +
+           decisions +
+           R"(],"method":"random","status":"ok","min_ms":0.5,)"
+           R"("median_ms":0.6,"runs":5,"checkpoint":"","detail":"","created":)" +
+           created + "}";
+  };
+  std::string db = temp_path("upgrade.db"), file = temp_path("upgrade.jsonl");
+  std::ofstream(file) << line("8,8,8,8,0,8,0,0,1,8,0,0", "1.0") << "\n"
+                      << line("4,8,8,8,8,0,8,0,0,1,8,0,0", "2.0") << "\n";
+  CliRun ok = run_tlm("records import " + file + " --db " + db);
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  ASSERT_EQ(run_tlm("records export -o " + file + ".out --db " + db).exit_code, 0);
+  std::ifstream in(file + ".out");
+  std::string exported((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(exported.find("[1,8,8,8,8,0,8,0,0,1,8,0,0]"), std::string::npos) << exported;
+  EXPECT_NE(exported.find("[4,8,8,8,8,0,8,0,0,1,8,0,0]"), std::string::npos) << exported;
+}
+
 // The model's commands: missing or corrupt models, data and registries are one-line errors.
 TEST(Cli, ModelCommandsRejectBadInput) {
   std::string dir = temp_path("models");

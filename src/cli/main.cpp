@@ -289,15 +289,15 @@ void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
 }
 
 // An imported record's task: a valid spec whose canonical key is the record's key, and
-// decisions legal in its space (each spec's space made once: files hold thousands of
-// records of a few hundred tasks).
+// decisions legal in its space, once brought to its current form (each spec's space made
+// once: files hold thousands of records of a few hundred tasks).
 RecordCheck record_task_check() {
   struct Known {
     std::string key;
     std::shared_ptr<ScheduleSpace> space;
   };
   auto known = std::make_shared<std::map<std::string, Known>>();
-  return [known](const Record& r) {
+  return [known](Record& r) {
     Known& task = (*known)[r.task_spec];
     if (!task.space) {
       TaskSpec spec = parse_task_spec(r.task_spec);
@@ -305,6 +305,7 @@ RecordCheck record_task_check() {
     }
     if (task.key != r.task_key)
       throw Error("task_key '" + r.task_key + "' is not its spec's key '" + task.key + "'");
+    r.decisions = task.space->upgrade(r.decisions);
     if (!task.space->is_legal(r.decisions))
       throw Error("its decisions are not a legal schedule of " + task.key);
   };

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "graph/partition.h"
@@ -71,12 +72,10 @@ void build_library(const Partition& p, std::vector<PlanTask>& tasks, const std::
   std::string objects;
   for (size_t i = 0; i < tasks.size(); ++i) {
     std::string path = obj + "/task" + std::to_string(i) + ".o";
-    Candidate c{
-        tasks[i].decisions.empty() ? kernel_method_named(tasks[i].strategy) : KernelMethod::Space,
-        tasks[i].decisions};
     try {
-      tasks[i].weight_block = compile_task_object(parse_task_spec(p.tasks[i].spec), c, path,
-                                                  "tlm_task" + std::to_string(i));
+      tasks[i].weight_block =
+          compile_task_object(parse_task_spec(p.tasks[i].spec), plan_task_candidate(tasks[i]), path,
+                              "tlm_task" + std::to_string(i));
     } catch (const std::exception& e) {
       throw Error("compile: task " + p.tasks[i].spec + ": " + e.what());
     }
@@ -94,7 +93,11 @@ struct PlanBuilder {
   const Graph& g;
   Plan plan;
   std::vector<float> weights;
-  std::set<int> packed;
+  // How steps read each weight tensor: the blocks kernels read it packed in, and
+  // whether some step reads it plain (filled before the steps are made).
+  std::map<int, std::set<int64_t>> packed_reads;
+  std::set<int> plain_reads;
+  std::map<std::pair<int, int64_t>, int> packed;  // (weight, block) -> tensor holding it
 
   void add_tensors(const Weights& w) {
     for (size_t t = 0; t < g.tensors().size(); ++t) {
@@ -109,15 +112,47 @@ struct PlanBuilder {
     }
   }
 
-  // A weight a kernel reads packed: its values repacked in place, its shape changed.
-  void pack_weight(int tensor, int64_t block) {
-    if (!packed.insert(tensor).second) return;  // read by several occurrences: pack once
-    PlanTensor& t = plan.tensors[tensor];
-    float* values = weights.data() + t.weight_offset;
-    std::vector<float> plain(values, values + element_count(t.shape));
-    std::vector<float> packed = pack_channel_blocks(plain, t.shape, block);
-    std::copy(packed.begin(), packed.end(), values);
-    t.shape = packed_shape(t.shape, block);
+  // The tensor a kernel reads weight `tensor` from, packed in blocks of `block` along
+  // its dimension `dim`: the weight itself, repacked in place, when that is its only use;
+  // otherwise a packed copy appended to the weights (packed once per block).
+  int pack_weight(int tensor, int64_t block, int dim) {
+    auto key = std::make_pair(tensor, block);
+    if (auto found = packed.find(key); found != packed.end()) return found->second;
+    PlanTensor t = plan.tensors[tensor];
+    const float* values = weights.data() + t.weight_offset;
+    std::vector<float> data = pack_channel_blocks(
+        std::vector<float>(values, values + element_count(t.shape)), t.shape, block, dim);
+    t.shape = packed_shape(t.shape, block, dim);
+    int target = tensor;
+    if (plain_reads.count(tensor) || packed_reads[tensor].size() > 1) {
+      t.name += ".packed" + std::to_string(block);
+      t.weight_offset = int64_t(weights.size());
+      weights.resize(weights.size() + data.size());
+      target = int(plan.tensors.size());
+      plan.tensors.push_back(t);
+    } else {
+      plan.tensors[tensor] = t;
+    }
+    std::copy(data.begin(), data.end(), weights.begin() + t.weight_offset);
+    packed[key] = target;
+    return target;
+  }
+
+  // Records how each step reads the weights (pack_weight decides in place or a copy).
+  void note_weight_reads(const Partition& p, const std::vector<TaskShape>& shapes) {
+    for (size_t i = 0; i < p.tasks.size(); ++i)
+      for (const auto& o : p.tasks[i].occurrences)
+        for (size_t k = 0; k < o.inputs.size(); ++k) {
+          if (plan.tensors[o.inputs[k]].kind != TensorKind::Weight) continue;
+          if (int(k) == shapes[i].packable_input && plan.tasks[i].weight_block > 1)
+            packed_reads[o.inputs[k]].insert(plan.tasks[i].weight_block);
+          else
+            plain_reads.insert(o.inputs[k]);
+        }
+    for (const Node& n : g.nodes())
+      for (int input : n.inputs)
+        if (op_def(n.op).role == OpRole::Copy && plan.tensors[input].kind == TensorKind::Weight)
+          plain_reads.insert(input);
   }
 };
 
@@ -152,31 +187,34 @@ std::vector<PlanStep> dependency_order(std::vector<PlanStep> steps, const Plan& 
 
 std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder& b) {
   // (a copy no task expresses is a layout step, below)
+  std::vector<TaskShape> shapes;
+  for (const auto& task : p.tasks) shapes.push_back(describe_task(parse_task_spec(task.spec)));
+  b.note_weight_reads(p, shapes);
   std::vector<PlanStep> steps;
   for (size_t i = 0; i < p.tasks.size(); ++i) {
-    TaskShape shape = describe_task(parse_task_spec(p.tasks[i].spec));
-    for (const auto& o : p.tasks[i].occurrences) {
+    const TaskShape& shape = shapes[i];
+    int64_t block = b.plan.tasks[i].weight_block;
+    for (auto o : p.tasks[i].occurrences) {
       if (o.inputs.size() != shape.inputs.size())
         throw Error("compile: task " + p.tasks[i].spec + " reads " +
                     std::to_string(shape.inputs.size()) + " tensors, the graph gives " +
                     std::to_string(o.inputs.size()));
-      if (b.plan.tasks[i].weight_block > 1 && shape.packable_input >= 0)
-        b.pack_weight(o.inputs[shape.packable_input], b.plan.tasks[i].weight_block);
+      std::vector<std::vector<int64_t>> step_shapes;
+      for (const auto& input : shape.inputs) step_shapes.push_back(input.shape);
+      if (block > 1 && shape.packable_input >= 0) {
+        int& weight = o.inputs[size_t(shape.packable_input)];
+        weight = b.pack_weight(weight, block, shape.packable_dim);
+        step_shapes[size_t(shape.packable_input)] = b.plan.tensors[weight].shape;
+      }
       b.plan.tensors[o.output].kind = TensorKind::Activation;
-      std::vector<std::vector<int64_t>> shapes;
-      for (size_t k = 0; k < o.inputs.size(); ++k)
-        shapes.push_back(b.plan.tensors[o.inputs[k]].shape);  // packed weights: packed shape
-      for (size_t k = 0; k < o.inputs.size(); ++k)
-        if (int(k) != shape.packable_input || b.plan.tasks[i].weight_block <= 1)
-          shapes[k] = shape.inputs[k].shape;
-      shapes.push_back(shape.output_shape);
+      step_shapes.push_back(shape.output_shape);
       steps.push_back({StepKind::Kernel,
                        "tlm_task" + std::to_string(i),
                        p.tasks[i].spec,
                        o.inputs,
                        o.output,
                        {},
-                       shapes});
+                       step_shapes});
     }
   }
   for (size_t i = 0; i < g.nodes().size(); ++i) {
@@ -194,6 +232,11 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
 }
 
 }  // namespace
+
+Candidate plan_task_candidate(const PlanTask& task) {
+  if (task.decisions.empty()) return {kernel_method_named(task.strategy), {}};
+  return {KernelMethod::Space, task.decisions};
+}
 
 const std::string& strategy_name(Strategy strategy) {
   return strategy_names().at(size_t(strategy));
@@ -213,7 +256,7 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
   if (!p.unsupported.empty())
     throw Error("compile: " + std::to_string(p.unsupported.size()) +
                 " nodes have no task yet, e.g. " + p.unsupported.front());
-  PlanBuilder b{folded.graph, {}, {}, {}};
+  PlanBuilder b{folded.graph, {}, {}, {}, {}, {}};
   b.plan.model = graph.name();
   b.plan.hardware = o.hardware;
   double graph_seconds = seconds_since(start);

@@ -36,6 +36,10 @@ struct CompileOptions {
   bool progress = true;
 };
 
+// The kernel a plan's task was built with: its schedule from the space, or the named
+// strategy's own (reference, an autoscheduler).
+Candidate plan_task_candidate(const PlanTask& task);
+
 // `store`, `model` and `measurer` may be null, except that measuring (trials_per_task > 0)
 // needs a store and a measurer. Throws tlm::Error naming what cannot be compiled.
 Plan compile_model(const Graph& graph, const Weights& weights, const CompileOptions& options,

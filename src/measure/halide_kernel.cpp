@@ -41,8 +41,9 @@ class HalideKernel : public Kernel {
     for (size_t i = 0; i < inputs.size(); ++i) {
       Tensor* tensor = const_cast<Tensor*>(&inputs[i]);
       if (weight_block > 1 && int(i) == pipeline_.shape.packable_input) {
-        packed_ = {packed_shape(tensor->shape, weight_block),
-                   pack_channel_blocks(tensor->data, tensor->shape, weight_block)};
+        int dim = pipeline_.shape.packable_dim;
+        packed_ = {packed_shape(tensor->shape, weight_block, dim),
+                   pack_channel_blocks(tensor->data, tensor->shape, weight_block, dim)};
         tensor = &packed_;
       }
       input_buffers_.push_back(wrap(*tensor));

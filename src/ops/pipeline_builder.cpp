@@ -50,9 +50,11 @@ ImageParam PipelineBuilder::input(const std::string& name, const std::vector<int
   return param;
 }
 
-Func PipelineBuilder::packable_weight(const std::string& name, const std::vector<int64_t>& shape) {
+Func PipelineBuilder::packable_weight(const std::string& name, const std::vector<int64_t>& shape,
+                                      int channel_dim) {
   pipeline_.shape.packable_input = static_cast<int>(pipeline_.inputs.size());
-  pipeline_.shape.packable_extent = shape[0];
+  pipeline_.shape.packable_dim = channel_dim;
+  pipeline_.shape.packable_extent = shape.at(size_t(channel_dim));
   Func w(name + "_read");
   std::vector<Var> vars = {Var("w0"), Var("w1"), Var("w2"), Var("w3")};
   vars.resize(shape.size());
@@ -62,13 +64,15 @@ Func PipelineBuilder::packable_weight(const std::string& name, const std::vector
     return w;
   }
   ImageParam packed(Halide::Float(32), static_cast<int>(shape.size()) + 1, name);
-  fix_bounds(packed, packed_shape(shape, weight_block_));
+  fix_bounds(packed, packed_shape(shape, weight_block_, channel_dim));
   pipeline_.shape.inputs.push_back({name, shape});
   pipeline_.inputs.push_back(packed);
   Expr b = static_cast<int>(weight_block_);
-  std::vector<Expr> args = {vars.back() % b};
-  args.insert(args.end(), vars.begin(), vars.end() - 1);
-  args.push_back(vars.back() / b);
+  size_t channel = shape.size() - 1 - size_t(channel_dim);  // Halide order: innermost first
+  std::vector<Expr> args = {vars[channel] % b};
+  for (size_t v = 0; v < vars.size(); ++v)
+    if (v != channel) args.push_back(vars[v]);
+  args.push_back(vars[channel] / b);
   w(vars) = packed(args);
   return w;
 }

@@ -27,9 +27,11 @@ class PipelineBuilder {
   // indices into a dimension of that many entries (InputShape).
   Halide::ImageParam input(const std::string& name, const std::vector<int64_t>& shape,
                            int64_t index_range = 0);
-  // A weight input [K, rest...] that the space may pack in blocks of output channels;
-  // returns a Func reading it in the plain index order, whichever layout the buffer has.
-  Halide::Func packable_weight(const std::string& name, const std::vector<int64_t>& shape);
+  // A weight input that the space may pack in blocks of output channels along its
+  // row-major dimension `channel_dim` (pack_channel_blocks); returns a Func reading it in
+  // the plain index order, whichever layout the buffer has.
+  Halide::Func packable_weight(const std::string& name, const std::vector<int64_t>& shape,
+                               int channel_dim = 0);
 
   // Adds a stage. Its name (the Func's base name) must be one of known_stage_names().
   void add_stage(StageKind kind, Halide::Func func, const std::vector<Halide::Var>& vars,

@@ -22,20 +22,26 @@ TaskShape describe_task(const TaskSpec& task) {
   return build_task_pipeline(task).shape;
 }
 
-std::vector<int64_t> packed_shape(const std::vector<int64_t>& shape, int64_t block) {
-  std::vector<int64_t> packed = shape;
-  packed[0] /= block;
+std::vector<int64_t> packed_shape(const std::vector<int64_t>& shape, int64_t block, int dim) {
+  std::vector<int64_t> packed = {shape.at(size_t(dim)) / block};
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (int(d) != dim) packed.push_back(shape[d]);
   packed.push_back(block);
   return packed;
 }
 
 std::vector<float> pack_channel_blocks(const std::vector<float>& data,
-                                       const std::vector<int64_t>& shape, int64_t block) {
-  int64_t rest = static_cast<int64_t>(data.size()) / shape[0];
+                                       const std::vector<int64_t>& shape, int64_t block, int dim) {
+  int64_t outer = 1, inner = 1, channels = shape.at(size_t(dim));
+  for (size_t d = 0; d < shape.size(); ++d)
+    (int(d) < dim ? outer : inner) *= int(d) == dim ? 1 : shape[d];
+  int64_t rest = outer * inner;
   std::vector<float> packed(data.size());
-  for (int64_t k = 0; k < shape[0]; ++k)
-    for (int64_t i = 0; i < rest; ++i)
-      packed[((k / block) * rest + i) * block + k % block] = data[k * rest + i];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t i = 0; i < inner; ++i)
+        packed[((c / block) * rest + o * inner + i) * block + c % block] =
+            data[(o * channels + c) * inner + i];
   return packed;
 }
 

@@ -37,9 +37,11 @@ struct InputShape {
 
 struct TaskShape {
   std::vector<InputShape> inputs;  // in the plain layout
-  // The weight input that may be packed channel-blocked (-1: none), and the extent of
-  // its outermost (output-channel) dimension, which a block size must divide.
+  // The weight input that may be packed channel-blocked (-1: none), its output-channel
+  // dimension (row-major: 0 for a conv's [K, C, R, S], 1 for a dense layer's [K, N]) and
+  // that dimension's extent, which a block size must divide.
   int packable_input = -1;
+  int packable_dim = 0;
   int64_t packable_extent = 0;
   std::vector<StageShape> stages;     // producers first, output last
   std::vector<int64_t> output_shape;  // row-major
@@ -57,11 +59,14 @@ TaskShape describe_task(const TaskSpec& task);
 const std::vector<std::string>& known_stage_names();
 constexpr size_t kMaxLoopDims = 6;  // pure or reduction loops of one stage, at most
 
-// Packs a weight tensor [K, rest...] into [K / block, rest..., block]: `block` output
-// channels become the innermost, contiguous dimension (vector loads along channels).
-// Weights are constants, so this is done once, outside any timed run.
+// Packs a weight tensor along its output-channel dimension `dim` (extent K) into
+// [K / block, the other dims in order..., block]: `block` output channels become the
+// innermost, contiguous dimension (vector loads along channels), and one block's values
+// for every other index are contiguous (a conv's [K,C,R,S] -> [K/b,C,R,S,b], a dense
+// layer's [K,N] along N -> [N/b,K,b]: a column strip streams from memory). Weights are
+// constants, so this is done once, outside any timed run (at compile time in a plan).
 std::vector<float> pack_channel_blocks(const std::vector<float>& data,
-                                       const std::vector<int64_t>& shape, int64_t block);
-std::vector<int64_t> packed_shape(const std::vector<int64_t>& shape, int64_t block);
+                                       const std::vector<int64_t>& shape, int64_t block, int dim);
+std::vector<int64_t> packed_shape(const std::vector<int64_t>& shape, int64_t block, int dim);
 
 }  // namespace tlm

@@ -46,6 +46,21 @@ std::vector<int64_t> by_point_name(const ScheduleSpace& from, const std::vector<
   return carried;
 }
 
+// The nearest task's schedule in every other weight layout too: which layout pays
+// depends on the machine and the kernel more than on the shape, and a store measured
+// before a task kind had the layout decision holds only the plain one.
+void add_layout_variants(const ScheduleSpace& space, std::mt19937_64& rng,
+                         std::set<std::vector<int64_t>>& seen,
+                         std::vector<std::vector<int64_t>>& seeds) {
+  if (space.num_points() == 0 || space.point(0).name != "layout.weight_block") return;
+  std::vector<int64_t> first = seeds.front();
+  for (int64_t block : space.legal_values(0, {})) {
+    first[0] = block;
+    auto variant = space.repair(first, 1, rng);
+    if (seen.insert(variant).second) seeds.push_back(variant);
+  }
+}
+
 }  // namespace
 
 std::vector<std::vector<int64_t>> transfer_seeds(const RecordStore& store, const TaskSpec& task,
@@ -73,7 +88,9 @@ std::vector<std::vector<int64_t>> transfer_seeds(const RecordStore& store, const
     ScheduleSpace from(describe_task(other));
     auto carried = space.repair(by_point_name(from, best[0].decisions, space), 0, rng);
     if (seen.insert(carried).second) seeds.push_back(carried);
+    if (seeds.size() == 1) add_layout_variants(space, rng, seen, seeds);
   }
+  if (int(seeds.size()) > count) seeds.resize(size_t(count));
   return seeds;
 }
 

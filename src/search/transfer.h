@@ -16,7 +16,8 @@ namespace tlm {
 
 // Up to `count` distinct legal decision lists for `task`: the best record of each of the
 // `count` stored tasks of the same op nearest in shape (the task itself and the task
-// specs in `excluded`, e.g. held-out tasks, left out).
+// specs in `excluded`, e.g. held-out tasks, left out), the nearest one's also in every
+// weight layout of the space.
 std::vector<std::vector<int64_t>> transfer_seeds(const RecordStore& store, const TaskSpec& task,
                                                  const ScheduleSpace& space,
                                                  const std::string& hardware, int count,

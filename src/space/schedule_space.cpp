@@ -244,6 +244,12 @@ bool ScheduleSpace::is_legal(const std::vector<int64_t>& decisions) const {
   }
 }
 
+std::vector<int64_t> ScheduleSpace::upgrade(std::vector<int64_t> recorded) const {
+  if (weight_block_ == 0 && recorded.size() + 1 == points_.size())
+    recorded.insert(recorded.begin(), 1);
+  return recorded;
+}
+
 std::vector<int64_t> ScheduleSpace::sample(std::mt19937_64& rng) const {
   return repair({}, 0, rng);
 }

@@ -65,6 +65,10 @@ class ScheduleSpace {
   // Throws tlm::Error naming the first point whose value is not legal.
   void check(const std::vector<int64_t>& decisions) const;
   bool is_legal(const std::vector<int64_t>& decisions) const;
+  // Decisions recorded before this space gained a point, in today's form: dense tasks had
+  // no layout.weight_block until session 16, and a record without it read the plain
+  // layout (block 1). Anything else is returned unchanged.
+  std::vector<int64_t> upgrade(std::vector<int64_t> recorded) const;
 
   std::vector<int64_t> sample(std::mt19937_64& rng) const;
   // Keeps decisions[0..from) and every later decision that is still legal; an illegal one

@@ -15,8 +15,9 @@ int64_t export_records(const RecordStore& store, const std::string& path,
                        const std::string& hardware = "");
 // What a record must satisfy beyond its own fields (the store knows no task spaces: the
 // caller checks that the spec is valid, the key is its canonical key and the decisions
-// are legal in the task's space); throws tlm::Error saying what is wrong.
-using RecordCheck = std::function<void(const Record&)>;
+// are legal in the task's space, and may bring decisions recorded in an older form of the
+// space to today's); throws tlm::Error saying what is wrong.
+using RecordCheck = std::function<void(Record&)>;
 
 // Adds the file's records; returns how many were new. Throws tlm::Error naming the line
 // of the first bad record (nothing of the file is added then): malformed JSON, a missing
