@@ -2,12 +2,15 @@
 // graph interpreter computes on the original (unfolded) graph.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 
@@ -17,12 +20,14 @@
 #include "graph/partition.h"
 #include "graph/rewrites.h"
 #include "graph/zoo.h"
+#include "measure/peak.h"
 #include "runtime/artifact.h"
 #include "runtime/memory_plan.h"
 #include "runtime/run_report.h"
 #include "runtime/runtime.h"
 #include "space/schedule_space.h"
 #include "util/error.h"
+#include "util/hardware.h"
 
 namespace tlm {
 namespace {
@@ -120,6 +125,21 @@ Plan random_plan(std::mt19937_64& rng, int steps) {
   return plan;
 }
 
+// The model compiled into `dir` computes what the interpreter computes.
+void expect_runs_like_interpreter(const Graph& graph, const Weights& weights,
+                                  const std::vector<std::vector<float>>& inputs,
+                                  const std::string& dir, const std::string& label) {
+  auto got = CompiledModel::load(dir)->run(inputs);
+  auto all = interpret(graph, weights, inputs);
+  for (size_t o = 0; o < graph.outputs().size(); ++o) {
+    const auto& expected = all[graph.outputs()[o]];
+    ASSERT_EQ(got[o].size(), expected.size()) << graph.name();
+    for (size_t i = 0; i < expected.size(); ++i)
+      ASSERT_NEAR(got[o][i], expected[i], 1e-4 * (1 + std::fabs(expected[i])))
+          << graph.name() << " " << label << " output " << o << " at " << i;
+  }
+}
+
 // A graph compiled (reference schedules, random schedules of each task's space) and run
 // computes what the interpreter computes.
 void expect_graph_compiles_right(const Graph& graph, const Weights& weights,
@@ -143,15 +163,7 @@ void expect_graph_compiles_right(const Graph& graph, const Weights& weights,
       }
     }
     compile_model(graph, weights, options, store.get(), nullptr);
-    auto got = CompiledModel::load(dir)->run(inputs);
-    auto all = interpret(graph, weights, inputs);
-    for (size_t o = 0; o < graph.outputs().size(); ++o) {
-      const auto& expected = all[graph.outputs()[o]];
-      ASSERT_EQ(got[o].size(), expected.size()) << graph.name();
-      for (size_t i = 0; i < expected.size(); ++i)
-        ASSERT_NEAR(got[o][i], expected[i], 1e-4 * (1 + std::fabs(expected[i])))
-            << graph.name() << " " << strategy_name(strategy) << " output " << o << " at " << i;
-    }
+    expect_runs_like_interpreter(graph, weights, inputs, dir, strategy_name(strategy));
   }
 }
 
@@ -192,6 +204,65 @@ TEST(Compile, DataMovementMatchesTheInterpreter) {
     kinds.insert(use.spec.substr(0, use.spec.find(':')));
   EXPECT_EQ(kinds, (std::set<std::string>{"elementwise", "slice", "pad", "concat", "gather",
                                           "broadcast"}));
+}
+
+// One weight read by two dense layers that pack it in different blocks and by a Gather
+// that reads it plain: each packed reader gets its own packed copy, the plain one the
+// original, and all three compute what the interpreter does.
+TEST(Compile, AWeightSharedByReadersOfDifferentLayoutsIsPackedPerReader) {
+  Graph g("shared_weight");
+  int x4 = g.input("x4", {4, 8}), x2 = g.input("x2", {2, 8});
+  int ids = g.input("ids", {3}, DType::I64);
+  int w = g.constant("W", {8, 16});
+  g.mark_output(g.add(OpKind::Dense, {x4, w}));
+  g.mark_output(g.add(OpKind::Dense, {x2, w}));
+  g.mark_output(g.add(OpKind::Gather, {w, ids}, {{"axis", {0}}}));
+  Weights weights = {{w, normal_values(8 * 16, 3)}};
+  std::vector<std::vector<float>> inputs = {normal_values(32, 4), normal_values(16, 5), {7, 0, 2}};
+  std::string dir = fresh_dir("shared_weight");
+  CompileOptions options;
+  options.out_dir = dir;
+  options.strategy = Strategy::Store;
+  options.hardware = "test-hardware";
+  options.progress = false;
+  RecordStore store(dir + ".db");
+  std::mt19937_64 rng(8);
+  for (const auto& use : model_tasks(g, weights).tasks) {
+    TaskSpec task = parse_task_spec(use.spec);
+    ScheduleSpace space(describe_task(task));
+    auto d = space.sample(rng);
+    if (task.kind == TaskKind::Dense) {
+      ASSERT_EQ(space.point(0).name, "layout.weight_block");
+      d[0] = task.get("m") == 4 ? 4 : 8;
+      d = space.repair(d, 1, rng);
+    }
+    store.add(
+        {{options.hardware, task.key(), use.spec, d, "test", Status::Ok, 1, 1, 1, "", "", 0}});
+  }
+  Plan plan = compile_model(g, weights, options, &store, nullptr);
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& t : plan.tensors)
+    if (t.kind == TensorKind::Weight) shapes[t.name] = t.shape;
+  EXPECT_EQ(shapes, (std::map<std::string, std::vector<int64_t>>{
+                        {"W", {8, 16}}, {"W.packed4", {4, 8, 4}}, {"W.packed8", {2, 8, 8}}}));
+  expect_runs_like_interpreter(g, weights, inputs, dir, "store");
+}
+
+// Packing along a middle dimension: [A, K, B] -> [K/b, A, B, b], every value where the
+// layout says.
+TEST(Compile, PackingChannelBlocksPlacesEveryValue) {
+  std::vector<int64_t> shape = {3, 8, 5};
+  std::vector<float> plain(3 * 8 * 5);
+  for (size_t i = 0; i < plain.size(); ++i) plain[i] = float(i);
+  for (int64_t block : {2, 4, 8}) {
+    auto packed = pack_channel_blocks(plain, shape, block, 1);
+    ASSERT_EQ(packed_shape(shape, block, 1), (std::vector<int64_t>{8 / block, 3, 5, block}));
+    for (int64_t a = 0; a < 3; ++a)
+      for (int64_t k = 0; k < 8; ++k)
+        for (int64_t b = 0; b < 5; ++b)
+          ASSERT_EQ(packed[size_t((((k / block) * 3 + a) * 5 + b) * block + k % block)],
+                    plain[size_t((a * 8 + k) * 5 + b)]);
+  }
 }
 
 TEST(MemoryPlan, RandomPlansNeverShareLiveMemory) {
@@ -275,6 +346,40 @@ TEST(RunReport, SumsStepsPerTaskLargestFirstAndDrawsEveryTask) {
   EXPECT_EQ(rects, 3u);
   EXPECT_NE(text.find("m &lt;1&gt;"), std::string::npos);
   EXPECT_EQ(text.rfind("</svg>"), text.size() - 7);
+}
+
+// GFLOP/s in the model (work x steps / time), against the peak and the kernel alone.
+TEST(RunReport, ShowsGflopsAgainstThePeakAndTheKernelAlone) {
+  auto rows = summarize_steps({{"a", 1.0}, {"b", 5.0}, {"a", 2.5}, {"transpose", 0.5}});
+  rows[1].gflop = 1.0, rows[1].alone_ms = 1.0;  // "a": 2 GFLOP in 3.5 ms, 1 GFLOP in 1 ms alone
+  EXPECT_NEAR(rows[1].gflops(), 571.43, 0.01);
+  EXPECT_NEAR(rows[1].alone_gflops(), 1000.0, 1e-9);
+  std::string table = format_report_table(rows, 2000);
+  std::string line_a = table.substr(table.find("    3.500"));
+  line_a = line_a.substr(0, line_a.find('\n'));
+  for (const char* cell : {"571.4", "29%", "1000.0", "0.57x", " a"})
+    EXPECT_NE(line_a.find(cell), std::string::npos) << cell << " in: " << line_a;
+  std::string line_b = table.substr(table.find("    5.000"));
+  EXPECT_EQ(line_b.substr(0, line_b.find('\n')).find("%  "), line_b.find("%  "));
+  std::string json_path = fresh_dir("report") + ".json";
+  write_report_json(json_path, rows, 2000);
+  auto j = nlohmann::json::parse(read_text(json_path));
+  EXPECT_EQ(j["peak_gflops"], 2000);
+  EXPECT_EQ(j["tasks"][1]["task"], "a");
+  EXPECT_NEAR(j["tasks"][1]["gflops"].get<double>(), 571.43, 0.01);
+  EXPECT_EQ(j["tasks"][0]["alone_ms"], 0);
+}
+
+// The measured peak is a real rate: positive, and below what the ISA allows one core
+// (two FMA pipes of the widest vectors at 6 GHz) per thread.
+TEST(RunReport, MeasuredPeakIsWithinWhatTheIsaAllows) {
+  double lanes = std::max(4, detect_hardware().vector_bits / 32);
+  double ceiling = 2 * 2 * lanes * 6.0;  // flops per FMA x pipes x lanes x GHz
+  for (int threads : {1, 2}) {
+    double peak = measure_peak_gflops(threads);
+    EXPECT_GT(peak, 1.0) << threads;
+    EXPECT_LT(peak, threads * ceiling) << threads;
+  }
 }
 
 void write_text(const std::string& path, const std::string& text) {

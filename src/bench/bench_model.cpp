@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "bench/kernel_report.h"
 #include "graph/model_source.h"
 #include "runtime/runtime.h"
 #include "torchref/torch_graph.h"
@@ -89,6 +90,20 @@ const Timing& ModelBenchRow::torch_best() const {
   return torch_blas1.median_ms <= torch_default.median_ms ? torch_blas1 : torch_default;
 }
 
+// Where the compiled model's time goes, each kernel also timed alone (a measurer of its
+// own when the benchmark has none), as `tlm run --report` shows it.
+void write_report(CompiledModel& compiled, const std::vector<std::vector<float>>& inputs,
+                  const ModelBenchOptions& options, Measurer* measurer, const std::string& dir) {
+  std::vector<StepTiming> timings;
+  compiled.run(inputs, &timings);
+  MeasureOptions own;
+  own.worker_command = options.exe;
+  std::unique_ptr<Measurer> made = measurer ? nullptr : std::make_unique<Measurer>(own);
+  KernelReport report = kernel_report(compiled.plan(), timings, measurer ? *measurer : *made,
+                                      own.threads, options.compile.progress);
+  write_kernel_report(report, compiled.plan().model + ": time per task", dir);
+}
+
 ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& options,
                           RecordStore* store, ScheduleModel* schedule_model, Measurer* measurer) {
   ModelBenchRow row;
@@ -127,6 +142,7 @@ ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& opt
   row.compiled = blas1[0];
   row.torch_blas1 = blas1[1];
   row.torch_default = by_default[1];
+  if (options.report) write_report(*compiled, inputs, options, measurer, compile.out_dir);
   row.compiled_mb = probe_memory(options, "compiled", compile.out_dir);
   row.torch_mb = probe_memory(options, "torch", model);
   return row;

@@ -26,6 +26,7 @@ struct ModelBenchOptions {
   std::string exe;                               // the tlm executable, for memory probes
   CompileOptions compile;                        // strategy, hardware (out_dir is set per model)
   ModelOptions model;
+  bool report = false;  // each model's kernel report (kernel_report.h) into its artifact folder
 };
 
 struct ModelBenchRow {

@@ -10,12 +10,12 @@
 #include <random>
 
 #include "bench/bench_model.h"
+#include "bench/kernel_report.h"
 #include "cli/flag_checks.h"
 #include "compiler/compile.h"
 #include "graph/model_source.h"
 #include "model/registry.h"
 #include "runtime/model_io.h"
-#include "runtime/run_report.h"
 #include "runtime/runtime.h"
 #include "util/error.h"
 
@@ -93,7 +93,7 @@ struct RunFlags {
   bool report = false, any_hardware = false;
 };
 
-void run_model(const RunFlags& f) {
+void run_model(const RunFlags& f, const std::string& exe) {
   std::string hardware = detect_hardware().fingerprint();
   auto model = CompiledModel::load(f.dir, f.any_hardware ? "" : hardware);
   if (model->plan().hardware != hardware)
@@ -124,11 +124,11 @@ void run_model(const RunFlags& f) {
   if (f.report) {
     // The first run's step times, warm when there were benchmark runs before it.
     if (f.bench > 0) timings.clear(), model->run(inputs, &timings);
-    auto rows = summarize_steps(timings);
-    std::printf("%s", format_report_table(rows).c_str());
-    write_report_json(f.dir + "/report.json", rows);
-    write_report_svg(f.dir + "/report.svg", model->plan().model + ": time per task", rows);
-    std::printf("report: %s/report.json, %s/report.svg\n", f.dir.c_str(), f.dir.c_str());
+    MeasureOptions options;
+    options.worker_command = exe;
+    Measurer measurer(options);
+    auto report = kernel_report(model->plan(), timings, measurer, options.threads, true);
+    write_kernel_report(report, model->plan().model + ": time per task", f.dir);
   }
 }
 
@@ -166,6 +166,9 @@ void add_bench_model_command(CLI::App& app, const std::string& exe) {
   bench->add_option("models", f->models, "zoo names or .onnx paths")->required();
   bench->add_option("--json", f->json, "results as JSON");
   bench->add_option("--out", f->options.out_dir, "folder for the compiled artifacts");
+  bench->add_flag("--report", f->options.report,
+                  "per model, where the time goes: GFLOP/s per task against the machine's peak "
+                  "and each kernel timed alone (report.json and report.svg in its artifact)");
   add_compile_options(bench, f->compile);
   bench->callback([f, exe] { run_bench_models(*f, exe); });
   auto probe = std::make_shared<std::pair<std::vector<std::string>, ModelOptions>>();
@@ -220,10 +223,11 @@ void add_compile_commands(CLI::App& app, const std::string& exe) {
   run->add_option("--output", rf->output, "out.npy (one output) or a folder for NAME.npy files");
   run->add_option("--bench", rf->bench, "timed runs after the first")->check(in_range(0, 1e6));
   run->add_flag("--report", rf->report,
-                "time per task, largest first (table, report.json and report.svg)");
+                "time per task, largest first, with GFLOP/s against the machine's peak and "
+                "each kernel timed alone (table, report.json and report.svg)");
   run->add_flag("--any-hardware", rf->any_hardware,
                 "run an artifact compiled for other hardware (a warning instead of an error)");
-  run->callback([rf] { run_model(*rf); });
+  run->callback([rf, exe] { run_model(*rf, exe); });
 }
 
 }  // namespace tlm

@@ -41,25 +41,54 @@ std::vector<TaskTime> summarize_steps(const std::vector<StepTiming>& timings) {
   return rows;
 }
 
-std::string format_report_table(const std::vector<TaskTime>& rows) {
+namespace {
+
+std::string number_or_dash(const char* format, double value) {
+  if (value <= 0) return "-";
+  char text[64];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
+}  // namespace
+
+std::string format_report_table(const std::vector<TaskTime>& rows, double peak_gflops) {
   double total = total_ms(rows);
   std::string out;
   char line[1024];
-  std::snprintf(line, sizeof line, "  %9s %6s %5s  %s\n", "ms", "share", "steps", "task");
+  std::snprintf(line, sizeof line, "  %9s %6s %5s %8s %6s %8s %7s  %s\n", "ms", "share", "steps",
+                "GFLOP/s", "%peak", "alone", "vs_alone", "task");
   out += line;
   for (const auto& r : rows) {
-    std::snprintf(line, sizeof line, "  %9.3f %5.1f%% %5d  %s\n", r.ms, 100 * r.ms / total, r.steps,
-                  r.label.c_str());
+    double peak_share = peak_gflops > 0 ? 100 * r.gflops() / peak_gflops : 0;
+    double vs_alone = r.alone_gflops() > 0 ? r.gflops() / r.alone_gflops() : 0;
+    std::snprintf(line, sizeof line, "  %9.3f %5.1f%% %5d %8s %6s %8s %7s  %s\n", r.ms,
+                  100 * r.ms / total, r.steps, number_or_dash("%.1f", r.gflops()).c_str(),
+                  number_or_dash("%.0f%%", peak_share).c_str(),
+                  number_or_dash("%.1f", r.alone_gflops()).c_str(),
+                  number_or_dash("%.2fx", vs_alone).c_str(), r.label.c_str());
     out += line;
   }
+  if (peak_gflops > 0)
+    out += "  (GFLOP/s in the model; %peak of " + number_or_dash("%.0f", peak_gflops) +
+           " GFLOP/s measured on this machine; alone: the same kernel timed by itself)\n";
   return out;
 }
 
-void write_report_json(const std::string& path, const std::vector<TaskTime>& rows) {
-  nlohmann::json j = nlohmann::json::array();
+void write_report_json(const std::string& path, const std::vector<TaskTime>& rows,
+                       double peak_gflops) {
+  nlohmann::json tasks = nlohmann::json::array();
   double total = total_ms(rows);
   for (const auto& r : rows)
-    j.push_back({{"task", r.label}, {"ms", r.ms}, {"share", r.ms / total}, {"steps", r.steps}});
+    tasks.push_back({{"task", r.label},
+                     {"ms", r.ms},
+                     {"share", r.ms / total},
+                     {"steps", r.steps},
+                     {"gflop", r.gflop},
+                     {"gflops", r.gflops()},
+                     {"alone_ms", r.alone_ms},
+                     {"alone_gflops", r.alone_gflops()}});
+  nlohmann::json j = {{"peak_gflops", peak_gflops}, {"tasks", tasks}};
   write_file(path, j.dump(2) + "\n");
 }
 
@@ -70,7 +99,8 @@ void write_report_svg(const std::string& path, const std::string& title,
   std::vector<std::pair<std::string, double>> bars;
   char label[1024];
   for (size_t i = 0; i < rows.size() && i < 25; ++i) {
-    std::snprintf(label, sizeof label, "%5.1f%%  %.3f ms  %s", 100 * rows[i].ms / total, rows[i].ms,
+    std::snprintf(label, sizeof label, "%5.1f%%  %.3f ms  %s GFLOP/s  %s", 100 * rows[i].ms / total,
+                  rows[i].ms, number_or_dash("%.1f", rows[i].gflops()).c_str(),
                   rows[i].label.c_str());
     bars.push_back({label, rows[i].ms});
   }

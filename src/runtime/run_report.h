@@ -1,5 +1,9 @@
 // Run report: where a compiled model's time goes, per task (summed over its steps), as a
 // table, JSON and an SVG bar chart (written next to the artifact by `tlm run --report`).
+// With each task's work and its kernel's time alone filled in, it also shows the GFLOP/s
+// achieved in the model beside the machine's peak and beside the same kernel run alone:
+// a kernel slow everywhere needs a better schedule, one slow only in the model loses its
+// time to what surrounds it (cold caches, layout, thread wake-ups).
 #pragma once
 #include <string>
 #include <vector>
@@ -10,14 +14,21 @@ namespace tlm {
 
 struct TaskTime {
   std::string label;  // task spec, or the layout step's kind
-  double ms = 0;
+  double ms = 0;      // in the model, summed over its steps
   int steps = 0;
+  double gflop = 0;     // one step's work (0: unknown, a layout step)
+  double alone_ms = 0;  // one step's kernel timed alone, median (0: not measured)
+
+  double gflops() const { return ms > 0 ? gflop * steps / ms * 1e3 : 0; }
+  double alone_gflops() const { return alone_ms > 0 ? gflop / alone_ms * 1e3 : 0; }
 };
 
 // Per-label totals, largest first.
 std::vector<TaskTime> summarize_steps(const std::vector<StepTiming>& timings);
-std::string format_report_table(const std::vector<TaskTime>& rows);
-void write_report_json(const std::string& path, const std::vector<TaskTime>& rows);
+// `peak_gflops` 0: not measured (its column is left out).
+std::string format_report_table(const std::vector<TaskTime>& rows, double peak_gflops = 0);
+void write_report_json(const std::string& path, const std::vector<TaskTime>& rows,
+                       double peak_gflops = 0);
 void write_report_svg(const std::string& path, const std::string& title,
                       const std::vector<TaskTime>& rows);
 
