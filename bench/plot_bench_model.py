@@ -4,7 +4,9 @@
   python3 bench/plot_bench_model.py bench/results/bench_model.json
 
 <json>.png: per model, the compiled model's speed over PyTorch's (the better of its two
-thread settings; median and min) and its peak memory relative to PyTorch's.
+thread settings; median and min) and its peak memory relative to PyTorch's; with peers
+(`--peers`), also its speed and memory against the fastest of them (ONNX Runtime,
+OpenVINO).
 """
 import argparse
 import json
@@ -22,24 +24,38 @@ def main():
     with open(args.json_path) as f:
         rows = json.load(f)
     names = [r["model"].split("/")[-1] for r in rows]
-    x = range(len(rows))
-    fig, (speed, memory) = plt.subplots(1, 2, figsize=(4 + 1.6 * len(rows), 4))
+    x = list(range(len(rows)))
+    peers = [r for r in rows if "fastest_peer" in r]
+    panels = 3 if peers else 2
+    fig, axes = plt.subplots(1, panels, figsize=(2 + (1.6 + 0.6 * panels) * len(rows), 4))
     width = 0.38
-    speed.bar([i - width / 2 for i in x], [r["speedup_vs_torch_median"] for r in rows], width,
-              label="median")
-    speed.bar([i + width / 2 for i in x], [r["speedup_vs_torch_min"] for r in rows], width,
-              label="min")
-    speed.axhline(1.0, color="black", linewidth=0.8)
-    speed.set_xticks(list(x), names, rotation=30, ha="right")
-    speed.set_ylabel("speed over PyTorch (x)")
-    speed.set_title("latency: PyTorch / tlm")
-    speed.legend()
-    memory.bar(list(x), [r["compiled_peak_mb"] / r["torch_peak_mb"] for r in rows], 0.6,
-               color="tab:green")
+
+    def speed_panel(ax, key, title, ylabel):
+        ax.bar([i - width / 2 for i in x], [r.get(key + "_median", 0) for r in rows], width,
+               label="median")
+        ax.bar([i + width / 2 for i in x], [r.get(key + "_min", 0) for r in rows], width,
+               label="min")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(x, names, rotation=30, ha="right")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend()
+
+    speed_panel(axes[0], "speedup_vs_torch", "latency: PyTorch / tlm", "speed over PyTorch (x)")
+    if peers:
+        speed_panel(axes[2], "speedup_vs_fastest_peer", "latency: fastest peer / tlm",
+                    "speed over the faster of ORT, OpenVINO (x)")
+    memory = axes[1]
+    memory.bar([i - width / 2 for i in x], [r["compiled_peak_mb"] / r["torch_peak_mb"] for r in rows],
+               width, color="tab:green", label="vs PyTorch")
+    if peers:
+        memory.bar([i + width / 2 for i in x], [r.get("memory_vs_fastest_peer", 0) for r in rows],
+                   width, color="tab:olive", label="vs fastest peer")
+        memory.legend()
     memory.axhline(1.0, color="black", linewidth=0.8)
     memory.axhline(1.5, color="red", linewidth=0.8, linestyle="--")
-    memory.set_xticks(list(x), names, rotation=30, ha="right")
-    memory.set_ylabel("peak memory / PyTorch's")
+    memory.set_xticks(x, names, rotation=30, ha="right")
+    memory.set_ylabel("peak memory ratio (tlm / other)")
     memory.set_title("peak memory (1.5x dashed)")
     fig.tight_layout()
     out = args.json_path.rsplit(".", 1)[0] + ".png"

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "store/record_store.h"
@@ -339,6 +340,52 @@ TEST(Cli, BenchModelComparesWithPyTorch) {
   EXPECT_GT(number_after("torch_peak_mb"), 1.0);
   EXPECT_LT(number_after("relative_error"), 1e-3);
   EXPECT_GE(number_after("relative_error"), 0.0);
+}
+
+// `bench model --peers`: a peer process (here a stand-in speaking peer_runner.py's
+// protocol: it reads the benchmark's input files, its output is zeros of the fixture
+// output's shape and its run sleeps 2 ms) is started on the same ONNX file, timed
+// interleaved and checked against PyTorch.
+TEST(Cli, BenchModelTimesPeersOnTheSameOnnxFile) {
+  const char* fixtures = std::getenv("TLM_ONNX_FIXTURES");
+  if (!fixtures) GTEST_SKIP() << "TLM_ONNX_FIXTURES is not set (scripts/test.sh sets it)";
+  std::string model = std::string(fixtures) + "/norms_resize.onnx", dir = temp_path("peers");
+  std::string script = temp_path("fake_peer.py");
+  std::ofstream(script) << R"(import sys, time
+import numpy as np
+inputs = [np.load(a.split("=", 1)[1]) for a in sys.argv if "=" in a]
+print("ready 0.01 9.9", flush=True)
+for line in sys.stdin:
+    w = line.split()
+    if w[0] == "run":
+        time.sleep(0.002)
+        print("ok", flush=True)
+    elif w[0] == "output":
+        np.save(w[1], np.zeros(np.load(sys.argv[1][:-5] + ".out.npy").shape, np.float32))
+        print("ok", flush=True)
+    elif w[0] == "memory":
+        print("rss_mb 10 25", flush=True)
+    else:
+        break
+)";
+  std::string peers = " --peers ort --peers-python /usr/bin/python3 --peers-script " + script;
+  CliRun r = run_tlm("bench model " + model + " --strategy reference --out " + dir + " --json " +
+                     dir + ".json" + peers);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("9.9"), std::string::npos) << r.output;  // the peer's version
+  auto j = nlohmann::json::parse(std::ifstream(dir + ".json"));
+  const auto& ort = j.at(0).at("peers").at("ort");
+  EXPECT_GE(ort.at("min_ms").get<double>(), 2.0);
+  EXPECT_GE(ort.at("runs").get<int>(), 10);
+  EXPECT_DOUBLE_EQ(ort.at("peak_mb").get<double>(), 15.0);
+  EXPECT_DOUBLE_EQ(ort.at("relative_error").get<double>(), 1.0);  // zeros against PyTorch
+  EXPECT_EQ(j.at(0).at("fastest_peer"), "ort");
+  EXPECT_GT(j.at(0).at("speedup_vs_fastest_peer_median").get<double>(), 0.0);
+  expect_one_line_error("bench model " + model + " --peers tvm", "--peers");
+  expect_one_line_error("bench model bert-base --layers 1 --seq 8 --out " + dir + peers,
+                        "is a zoo name");
+  expect_one_line_error("bench model " + model + " --peers openvino --peers-python /no/python",
+                        "bench/peers/install.sh");
 }
 
 TEST(Cli, OnnxErrorsAreOneLine) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -16,6 +17,7 @@
 #include "runtime/runtime.h"
 #include "torchref/torch_graph.h"
 #include "util/error.h"
+#include "util/npy.h"
 
 namespace tlm {
 namespace {
@@ -90,6 +92,43 @@ const Timing& ModelBenchRow::torch_best() const {
   return torch_blas1.median_ms <= torch_default.median_ms ? torch_blas1 : torch_default;
 }
 
+const PeerRow* ModelBenchRow::fastest_peer() const {
+  const PeerRow* best = nullptr;
+  for (const auto& p : peers)
+    if (!best || p.timing.median_ms < best->timing.median_ms) best = &p;
+  return best;
+}
+
+// The peers, started on `onnx_path` with the benchmark's inputs written as .npy files
+// into `dir`; each one's first output checked against `expected` (PyTorch's).
+std::vector<std::unique_ptr<PeerProcess>> start_peers(const ModelBenchOptions& options,
+                                                      const std::string& onnx_path,
+                                                      const Graph& graph,
+                                                      const std::vector<std::vector<float>>& inputs,
+                                                      const std::vector<float>& expected,
+                                                      const std::string& dir, ModelBenchRow& row) {
+  std::vector<std::string> files;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int t = graph.inputs()[i];
+    std::string path = dir + "/peer_input" + std::to_string(i) + ".npy";
+    write_npy(path, graph.shape(t), inputs[i]);
+    files.push_back(graph.tensor(t).name + "=" + path);
+  }
+  std::vector<std::unique_ptr<PeerProcess>> peers;
+  for (const auto& system : options.peers) {
+    peers.push_back(std::make_unique<PeerProcess>(options.peer_setup, system, onnx_path, files));
+    std::string out = dir + "/peer_" + system + "_output.npy";
+    peers.back()->write_output(out);
+    NpyArray got = read_npy(out);
+    row.peers.push_back({system,
+                         peers.back()->version(),
+                         {},
+                         relative_error({got.values.begin(), got.values.end()}, expected),
+                         0});
+  }
+  return peers;
+}
+
 // Where the compiled model's time goes, each kernel also timed alone (a measurer of its
 // own when the benchmark has none), as `tlm run --report` shows it.
 void write_report(CompiledModel& compiled, const std::vector<std::vector<float>>& inputs,
@@ -122,8 +161,10 @@ ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& opt
   TorchGraph torch_graph(source.graph, source.weights);
   auto inputs = seeded_inputs(source.graph);
   set_torch_threads(2, 1);
-  row.relative_error = relative_error(compiled->run(inputs).at(0), torch_graph.run(inputs).at(0));
+  std::vector<float> expected = torch_graph.run(inputs).at(0);
+  row.relative_error = relative_error(compiled->run(inputs).at(0), expected);
   torch_graph.set_inputs(inputs);
+  auto peers = start_peers(options, model, source.graph, inputs, expected, compile.out_dir, row);
 
   TimingOptions timing;
   timing.warmup = 1;
@@ -132,16 +173,28 @@ ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& opt
   timing.target_seconds = 3;
   // PyTorch's thread settings are set once per comparison, never between runs: changing
   // them run to run made each PyTorch run 2-3x slower (MobileNetV2 26 ms vs 10 ms).
-  auto against_torch = [&](int openblas_threads) {
+  // The peers take their turns in the first comparison.
+  auto against_torch = [&](int openblas_threads, bool with_peers) {
     set_torch_threads(2, openblas_threads);
-    return time_interleaved({[&] { compiled->run(inputs); }, [&] { torch_graph.run_kept(); }},
-                            timing, 11);
+    std::vector<std::function<void()>> runs = {[&] { compiled->run(inputs); },
+                                               [&] { torch_graph.run_kept(); }};
+    TimingOptions these = timing;
+    if (with_peers && !peers.empty()) these.turn_sleep_ms = 200;
+    for (auto& peer : peers)
+      if (with_peers) runs.push_back([&peer] { peer->run(); });
+    return time_interleaved(runs, these, 11);
   };
-  auto blas1 = against_torch(1);
-  auto by_default = against_torch(0);
+  auto blas1 = against_torch(1, true);
+  auto by_default = against_torch(0, false);
   row.compiled = blas1[0];
   row.torch_blas1 = blas1[1];
   row.torch_default = by_default[1];
+  for (size_t p = 0; p < peers.size(); ++p) {
+    row.peers[p].timing = blas1[2 + p];
+    auto [before, peak] = peers[p]->memory_mb();
+    row.peers[p].peak_mb = peak - before;
+  }
+  peers.clear();
   if (options.report) write_report(*compiled, inputs, options, measurer, compile.out_dir);
   row.compiled_mb = probe_memory(options, "compiled", compile.out_dir);
   row.torch_mb = probe_memory(options, "torch", model);
@@ -193,6 +246,23 @@ std::string format_model_bench_table(const std::vector<ModelBenchRow>& rows) {
                   r.torch_mb, r.compiled_mb / r.torch_mb, r.relative_error);
     out += line;
   }
+  bool any_peers = false;
+  for (const auto& r : rows) any_peers = any_peers || !r.peers.empty();
+  if (!any_peers) return out;
+  std::snprintf(line, sizeof line, "\n%-16s %-9s %-12s %11s %11s %9s %8s %10s %10s\n", "model",
+                "peer", "version", "med_ms", "min_ms", "MB", "rel_err", "tlm_speed", "tlm_mem");
+  out += line;
+  for (const auto& r : rows)
+    for (const auto& p : r.peers) {
+      std::snprintf(line, sizeof line, "%-16s %-9s %-12s %11.2f %11.2f %9.1f %8.1e %9.2fx %9.2fx\n",
+                    r.model.c_str(), p.system.c_str(), p.version.c_str(), p.timing.median_ms,
+                    p.timing.min_ms, p.peak_mb, p.relative_error,
+                    p.timing.median_ms / r.compiled.median_ms, r.compiled_mb / p.peak_mb);
+      out += line;
+    }
+  out +=
+      "(tlm_speed: the peer's median over tlm's, above 1 when tlm is faster; tlm_mem: tlm's "
+      "peak memory over the peer's)\n";
   return out;
 }
 
@@ -213,6 +283,22 @@ void write_model_bench_json(const std::string& path, const std::vector<ModelBenc
                  {"relative_error", r.relative_error},
                  {"compiled_peak_mb", r.compiled_mb},
                  {"torch_peak_mb", r.torch_mb}});
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const ModelBenchRow& r = rows[i];
+    if (r.peers.empty()) continue;
+    nlohmann::json peers = nlohmann::json::object();
+    for (const auto& p : r.peers) {
+      peers[p.system] = timing(p.timing);
+      peers[p.system].update(
+          {{"version", p.version}, {"relative_error", p.relative_error}, {"peak_mb", p.peak_mb}});
+    }
+    const PeerRow& fastest = *r.fastest_peer();
+    j[i]["peers"] = peers;
+    j[i]["fastest_peer"] = fastest.system;
+    j[i]["speedup_vs_fastest_peer_median"] = fastest.timing.median_ms / r.compiled.median_ms;
+    j[i]["speedup_vs_fastest_peer_min"] = fastest.timing.min_ms / r.compiled.min_ms;
+    j[i]["memory_vs_fastest_peer"] = r.compiled_mb / fastest.peak_mb;
+  }
   std::ofstream out(path);
   if (!out) throw Error("cannot write '" + path + "'");
   out << j.dump(2) << "\n";

@@ -1,5 +1,8 @@
 // Benchmark of whole models: the compiled artifact against PyTorch (libtorch, eager,
-// same weights, same input, same two threads), timed interleaved in one process.
+// same weights, same input, same two threads), timed interleaved in one process; with
+// peers, ONNX Runtime and OpenVINO on the same ONNX file (each in a child process, its
+// runs interleaved with the others', a 200 ms sleep before each turn so that spinning
+// thread pools of the other processes are idle).
 //
 // PyTorch is measured in two thread settings, because its OpenBLAS pool and its OpenMP
 // intra-op pool fight over a small machine's cores: OpenBLAS at one thread, and
@@ -13,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/peer_process.h"
 #include "compiler/compile.h"
 #include "graph/model_source.h"
 #include "measure/timing.h"
@@ -27,6 +31,17 @@ struct ModelBenchOptions {
   CompileOptions compile;                        // strategy, hardware (out_dir is set per model)
   ModelOptions model;
   bool report = false;  // each model's kernel report (kernel_report.h) into its artifact folder
+  // Peer runtimes timed beside tlm and PyTorch on the same ONNX file ("ort", "openvino";
+  // peer_process.h); empty: none.
+  std::vector<std::string> peers;
+  PeerSetup peer_setup;
+};
+
+struct PeerRow {
+  std::string system, version;
+  Timing timing;
+  double relative_error = 0;  // its first output against PyTorch's
+  double peak_mb = 0;         // its process's peak resident set less before loading
 };
 
 struct ModelBenchRow {
@@ -36,11 +51,14 @@ struct ModelBenchRow {
   Timing compiled, torch_blas1, torch_default;
   double relative_error = 0;  // max |compiled - torch| / max |torch|
   double compiled_mb = 0, torch_mb = 0;
+  std::vector<PeerRow> peers;
 
   const Timing& torch_best() const;
+  const PeerRow* fastest_peer() const;  // by median; null without peers
 };
 
-// `store`, `schedule_model` and `measurer` as compile_model takes them.
+// `store`, `schedule_model` and `measurer` as compile_model takes them; with peers, `model`
+// must be an .onnx path (the file the peers load).
 ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& options,
                           RecordStore* store, ScheduleModel* schedule_model, Measurer* measurer);
 std::string format_model_bench_table(const std::vector<ModelBenchRow>& rows);

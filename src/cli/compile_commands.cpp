@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -147,6 +148,15 @@ void run_bench_models(BenchModelFlags f, const std::string& exe) {
   f.options.compile.strategy = strategy_named(f.compile.strategy);
   f.options.compile.progress = true;
   f.options.compile.hardware = detect_hardware().fingerprint();
+  for (const std::string& file : {f.options.peer_setup.python, f.options.peer_setup.script})
+    if (!f.options.peers.empty() && !std::ifstream(file))
+      throw Error("bench model: no '" + file +
+                  "' for the peers (bash bench/peers/install.sh "
+                  "makes their environment; run from the repository's root)");
+  for (const auto& model : f.models)
+    if (!f.options.peers.empty() && !is_onnx_path(model))
+      throw Error("bench model: peers run the same ONNX file as tlm; '" + model +
+                  "' is a zoo name (give an .onnx file)");
   std::vector<ModelBenchRow> rows;
   for (size_t i = 0; i < f.models.size(); ++i) {
     std::fprintf(stderr, "[%zu/%zu] %s\n", i + 1, f.models.size(), f.models[i].c_str());
@@ -169,6 +179,18 @@ void add_bench_model_command(CLI::App& app, const std::string& exe) {
   bench->add_flag("--report", f->options.report,
                   "per model, where the time goes: GFLOP/s per task against the machine's peak "
                   "and each kernel timed alone (report.json and report.svg in its artifact)");
+  bench
+      ->add_option("--peers", f->options.peers,
+                   "also time these runtimes on the same .onnx file, interleaved: ort,openvino "
+                   "(their environment: bash bench/peers/install.sh)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"ort", "openvino"}));
+  const char* venv = std::getenv("TLM_PEERS_VENV");
+  f->options.peer_setup.python = std::string(venv ? venv : "/opt/tlm-peers") + "/bin/python";
+  f->options.peer_setup.script = "bench/peers/peer_runner.py";
+  bench->add_option("--peers-python", f->options.peer_setup.python,
+                    "the peers' Python (default: $TLM_PEERS_VENV/bin/python, /opt/tlm-peers)");
+  bench->add_option("--peers-script", f->options.peer_setup.script, "peer_runner.py")->group("");
   add_compile_options(bench, f->compile);
   bench->callback([f, exe] { run_bench_models(*f, exe); });
   auto probe = std::make_shared<std::pair<std::vector<std::string>, ModelOptions>>();

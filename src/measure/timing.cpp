@@ -12,6 +12,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 
 namespace tlm {
 namespace {
@@ -122,9 +123,13 @@ std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& k
   auto runs_done = [&](size_t k) { return int(samples[k].size()); };
   for (bool more = true; more;) {
     std::shuffle(order.begin(), order.end(), rng);
-    for (size_t i : order)
+    for (size_t i : order) {
+      if (options.turn_sleep_ms > 0 && runs_done(i) < options.max_runs)
+        std::this_thread::sleep_for(
+            std::chrono::duration<double, std::milli>(options.turn_sleep_ms));
       run_turn(kernels[i], gap, settle_max, untimed,
                std::min(timed, options.max_runs - runs_done(i)), samples[i]);
+    }
     bool all_min = true, all_max = true;
     for (size_t k = 0; k < kernels.size(); ++k) {
       all_min = all_min && runs_done(k) >= options.min_runs;

@@ -33,6 +33,9 @@ struct TimingOptions {
   double cutoff_ms = 0;
   int block_runs = 3;          // several kernels: timed runs per turn
   double settle_max_ms = 300;  // several kernels: longest wait for idle threads per turn
+  // Several kernels: a sleep before each turn, so that another process's spinning threads
+  // (a peer runtime in a child process) go idle; the settle only sees this process's.
+  double turn_sleep_ms = 0;
 };
 
 // The median of `values` (the mean of the middle two for an even count); not empty.
