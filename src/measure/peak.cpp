@@ -62,7 +62,9 @@ double measure_peak_gflops(int threads) {
   threads = std::max(threads, 1);
   std::atomic<float> sink{0};
   double best = 0;
-  for (int round = 0; round < 3; ++round) {
+  // Ten rounds over about half a second: thread pools still spinning from the last
+  // kernel (OpenBLAS spins ~100 ms) share the cores with the first ones.
+  for (int round = 0; round < 10; ++round) {
     std::vector<double> flops(size_t(threads), 0);
     auto start = std::chrono::steady_clock::now();
     std::vector<std::thread> pool;

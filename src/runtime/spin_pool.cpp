@@ -1,0 +1,132 @@
+#include "runtime/spin_pool.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tlm {
+namespace {
+
+constexpr double kSpinMicros = 2000;  // a worker's spin after a loop before it sleeps
+
+void cpu_relax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
+
+class SpinPool {
+ public:
+  explicit SpinPool(int threads) {
+    for (int t = 1; t < threads; ++t) workers_.emplace_back([this] { work_loop(); });
+  }
+  ~SpinPool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+      generation_.fetch_add(1);
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) w.join();
+  }
+
+  int run(void* user_context, ParallelTask task, int min, int size, uint8_t* closure) {
+    bool idle = false;
+    if (workers_.empty() || size <= 1 || !busy_.compare_exchange_strong(idle, true))
+      return run_inline(user_context, task, min, size, closure);
+    job_ = {user_context, task, closure, min + size};
+    next_.store(min);
+    result_.store(0);
+    unfinished_.store(int(workers_.size()));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);  // a worker going to sleep sees the new job
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    if (sleepers_.load() > 0) wake_.notify_all();
+    take_iterations();
+    while (unfinished_.load(std::memory_order_acquire) > 0) cpu_relax();
+    busy_.store(false);
+    return result_.load();
+  }
+
+ private:
+  struct Job {
+    void* user_context = nullptr;
+    ParallelTask task = nullptr;
+    uint8_t* closure = nullptr;
+    int end = 0;
+  };
+
+  static int run_inline(void* user_context, ParallelTask task, int min, int size,
+                        uint8_t* closure) {
+    for (int i = min; i < min + size; ++i)
+      if (int r = task(user_context, i, closure)) return r;
+    return 0;
+  }
+
+  void take_iterations() {
+    for (int i; (i = next_.fetch_add(1)) < job_.end;) {
+      if (result_.load(std::memory_order_relaxed) != 0) continue;  // a failure: drain
+      if (int r = job_.task(job_.user_context, i, job_.closure)) result_.store(r);
+    }
+  }
+
+  // Waits for a generation after `seen`: spinning first, then asleep.
+  uint64_t wait_for_job(uint64_t seen) {
+    auto start = std::chrono::steady_clock::now();
+    for (int n = 0;; ++n) {
+      uint64_t now = generation_.load(std::memory_order_acquire);
+      if (now != seen) return now;
+      cpu_relax();
+      if (n % 256 == 0 &&
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                  .count() > kSpinMicros)
+        break;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    sleepers_.fetch_add(1);
+    wake_.wait(lock, [&] { return generation_.load() != seen; });
+    sleepers_.fetch_sub(1);
+    return generation_.load(std::memory_order_acquire);
+  }
+
+  void work_loop() {
+    uint64_t seen =
+        0;  // the generation at construction: a job posted before this thread ran counts
+    while (true) {
+      seen = wait_for_job(seen);
+      if (stop_) return;
+      take_iterations();
+      unfinished_.fetch_sub(1, std::memory_order_release);
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::atomic<bool> busy_{false};
+  Job job_;
+  std::atomic<int> next_{0}, result_{0}, unfinished_{0}, sleepers_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+};
+
+}  // namespace
+
+int spin_pool_threads() {
+  const char* env = std::getenv("HL_NUM_THREADS");
+  int threads = env ? std::atoi(env) : int(std::thread::hardware_concurrency());
+  return threads > 0 ? threads : 1;
+}
+
+int spin_pool_do_par_for(void* user_context, ParallelTask task, int min, int size,
+                         uint8_t* closure) {
+  static SpinPool pool(spin_pool_threads());
+  return pool.run(user_context, task, min, size, closure);
+}
+
+}  // namespace tlm

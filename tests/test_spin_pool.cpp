@@ -1,0 +1,75 @@
+// The pool compiled models run their parallel loops on: every iteration runs exactly
+// once whatever the loop size, failures come back, nested and concurrent loops complete.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "runtime/spin_pool.h"
+
+namespace tlm {
+namespace {
+
+struct Counts {
+  std::vector<std::atomic<int>> runs;
+  explicit Counts(int n) : runs(size_t(n)) {}
+};
+
+int count_index(void* context, int index, uint8_t*) {
+  static_cast<Counts*>(context)->runs[size_t(index)].fetch_add(1);
+  return 0;
+}
+
+TEST(SpinPool, RunsEveryIterationOnceOverManyLoopsBackToBack) {
+  for (int loop = 0; loop < 3000; ++loop) {
+    int min = loop % 7, size = loop % 97;
+    Counts counts(min + size);
+    ASSERT_EQ(spin_pool_do_par_for(&counts, count_index, min, size, nullptr), 0);
+    for (int i = 0; i < min + size; ++i)
+      ASSERT_EQ(counts.runs[size_t(i)].load(), i >= min ? 1 : 0) << "loop " << loop << " i " << i;
+  }
+}
+
+TEST(SpinPool, ReturnsAFailingIterationsResult) {
+  auto fail_at_5 = [](void*, int index, uint8_t*) { return index == 5 ? -7 : 0; };
+  EXPECT_EQ(spin_pool_do_par_for(nullptr, fail_at_5, 0, 64, nullptr), -7);
+  EXPECT_EQ(spin_pool_do_par_for(nullptr, fail_at_5, 6, 64, nullptr), 0);
+}
+
+// A loop inside a loop's iteration runs on its caller; its iterations all run.
+int nested(void* context, int index, uint8_t*) {
+  auto* counts = static_cast<Counts*>(context);
+  Counts inner(8);
+  if (int r = spin_pool_do_par_for(&inner, count_index, 0, 8, nullptr)) return r;
+  for (auto& c : inner.runs)
+    if (c.load() != 1) return -1;
+  counts->runs[size_t(index)].fetch_add(1);
+  return 0;
+}
+
+TEST(SpinPool, NestedAndConcurrentLoopsComplete) {
+  Counts outer(32);
+  EXPECT_EQ(spin_pool_do_par_for(&outer, nested, 0, 32, nullptr), 0);
+  for (auto& c : outer.runs) EXPECT_EQ(c.load(), 1);
+  std::vector<Counts> per_thread;
+  for (int t = 0; t < 4; ++t) per_thread.emplace_back(500);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&per_thread, t] {
+      for (int loop = 0; loop < 200; ++loop)
+        spin_pool_do_par_for(&per_thread[size_t(t)], count_index, 0, 500, nullptr);
+    });
+  for (auto& t : threads) t.join();
+  for (auto& counts : per_thread)
+    for (auto& c : counts.runs) EXPECT_EQ(c.load(), 200);
+}
+
+TEST(SpinPool, UsesTheMachinesThreadsUnlessHalidesVariableSaysOtherwise) {
+  const char* env = std::getenv("HL_NUM_THREADS");
+  EXPECT_EQ(spin_pool_threads(), env ? std::atoi(env) : int(std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+}  // namespace tlm
