@@ -38,6 +38,16 @@ std::string fresh_dir(const std::string& name) {
   return dir;
 }
 
+// Options of a quiet test compile into `dir` for the test hardware.
+CompileOptions test_options(const std::string& dir, Strategy strategy) {
+  CompileOptions options;
+  options.out_dir = dir;
+  options.strategy = strategy;
+  options.hardware = "test-hardware";
+  options.progress = false;
+  return options;
+}
+
 // A store holding, for every task of the graph, one random schedule of its space with
 // the conv weights packed when the space allows it.
 void store_random_schedules(const Graph& graph, RecordStore& store, const std::string& hardware) {
@@ -59,11 +69,7 @@ void expect_compiled_matches_interpreter(const std::string& name, const ZooOptio
   Graph graph = build_zoo_model(name, zoo);
   Weights weights = draw_weights(graph);
   std::string dir = fresh_dir(name + strategy);
-  CompileOptions options;
-  options.out_dir = dir;
-  options.strategy = strategy_named(strategy);
-  options.hardware = "test-hardware";
-  options.progress = false;
+  CompileOptions options = test_options(dir, strategy_named(strategy));
   std::unique_ptr<RecordStore> store;
   if (strategy == "store") {
     store = std::make_unique<RecordStore>(dir + ".db");
@@ -146,11 +152,7 @@ void expect_graph_compiles_right(const Graph& graph, const Weights& weights,
                                  const std::vector<std::vector<float>>& inputs) {
   for (Strategy strategy : {Strategy::Reference, Strategy::Store}) {
     std::string dir = fresh_dir(graph.name() + strategy_name(strategy));
-    CompileOptions options;
-    options.out_dir = dir;
-    options.strategy = strategy;
-    options.hardware = "test-hardware";
-    options.progress = false;
+    CompileOptions options = test_options(dir, strategy);
     std::unique_ptr<RecordStore> store;
     if (strategy == Strategy::Store) {
       store = std::make_unique<RecordStore>(dir + ".db");
@@ -220,11 +222,7 @@ TEST(Compile, AWeightSharedByReadersOfDifferentLayoutsIsPackedPerReader) {
   Weights weights = {{w, normal_values(8 * 16, 3)}};
   std::vector<std::vector<float>> inputs = {normal_values(32, 4), normal_values(16, 5), {7, 0, 2}};
   std::string dir = fresh_dir("shared_weight");
-  CompileOptions options;
-  options.out_dir = dir;
-  options.strategy = Strategy::Store;
-  options.hardware = "test-hardware";
-  options.progress = false;
+  CompileOptions options = test_options(dir, Strategy::Store);
   RecordStore store(dir + ".db");
   std::mt19937_64 rng(8);
   for (const auto& use : model_tasks(g, weights).tasks) {
@@ -295,11 +293,7 @@ TEST(Compile, ResNet50ArenaIsFarBelowTheSumOfActivations) {
   small.image = 64;
   Graph graph = build_zoo_model("resnet50", small);
   std::string dir = fresh_dir("arena");
-  CompileOptions options;
-  options.out_dir = dir;
-  options.strategy = Strategy::Reference;
-  options.hardware = "test-hardware";
-  options.progress = false;
+  CompileOptions options = test_options(dir, Strategy::Reference);
   Plan plan = compile_model(graph, draw_weights(graph), options, nullptr, nullptr);
   EXPECT_LT(plan.arena_floats * 5, activation_floats(plan));
 }
@@ -415,11 +409,7 @@ TEST(Compile, BrokenArtifactsAreErrors) {
 std::string compiled_for_corruption(const std::string& name) {
   ZooOptions small;
   small.image = 32;
-  CompileOptions options;
-  options.out_dir = fresh_dir(name);
-  options.strategy = Strategy::Reference;
-  options.hardware = "test-hardware";
-  options.progress = false;
+  CompileOptions options = test_options(fresh_dir(name), Strategy::Reference);
   Graph graph = build_zoo_model("mobilenetv2", small);
   compile_model(graph, draw_weights(graph), options, nullptr, nullptr);
   return options.out_dir;
