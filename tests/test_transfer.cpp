@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 
 #include "search/task_scheduler.h"
 #include "search/transfer.h"
@@ -45,6 +47,19 @@ std::map<std::string, int64_t> named(const ScheduleSpace& space, const std::vect
   return out;
 }
 
+// Seeds 1..4 are seed 0 in each other weight layout of the space, nothing else changed.
+void expect_layout_variants_of_the_first(const ScheduleSpace& space,
+                                         const std::vector<std::vector<int64_t>>& seeds) {
+  ASSERT_EQ(space.point(0).name, "layout.weight_block");
+  std::set<int64_t> blocks = {seeds[0][0]};
+  for (size_t i = 1; i <= 4; ++i) {
+    blocks.insert(seeds[i][0]);
+    EXPECT_TRUE(std::equal(seeds[i].begin() + 1, seeds[i].end(), seeds[0].begin() + 1)) << i;
+  }
+  auto all = space.legal_values(0, {});
+  EXPECT_EQ(blocks, std::set<int64_t>(all.begin(), all.end()));
+}
+
 const std::string kTarget = "conv2d:n=1,c=64,h=28,w=28,k=128,r=3,s=3,stride=1,pad=1+bias+relu";
 const std::string kSameLoops = "conv2d:n=1,c=64,h=28,w=28,k=128,r=3,s=3,stride=1,pad=1+bias";
 const std::string kFar = "conv2d:n=1,c=512,h=7,w=7,k=2048,r=1,s=1,stride=1,pad=0+bias+add+relu";
@@ -59,8 +74,11 @@ TEST(Transfer, SeedsAreLegalNearestFirstAndKeepSharedDecisions) {
   TaskSpec target = parse_task_spec(kTarget);
   ScheduleSpace space(describe_task(target));
   auto seeds = transfer_seeds(store, target, space, kHardware, 8, 7);
-  ASSERT_EQ(seeds.size(), 3u);  // the three other conv tasks; never the matmul
+  // the three other conv tasks, the nearest's also in its 4 other weight layouts; never
+  // the matmul
+  ASSERT_EQ(seeds.size(), 3u + 4u);
   for (const auto& s : seeds) EXPECT_TRUE(space.is_legal(s));
+  expect_layout_variants_of_the_first(space, seeds);
   // The nearest task has the same loops: every decision it shares by name is kept.
   ScheduleSpace near_space(describe_task(parse_task_spec(kSameLoops)));
   auto carried = named(space, seeds[0]);
@@ -80,7 +98,8 @@ TEST(Transfer, ExcludedTasksAndOtherHardwareAreNeverSources) {
   ScheduleSpace space(describe_task(target));
   EXPECT_TRUE(transfer_seeds(store, target, space, kHardware, 8, 7, {kSameLoops}).empty());
   EXPECT_TRUE(transfer_seeds(store, target, space, "other-hardware", 8, 7).empty());
-  EXPECT_EQ(transfer_seeds(store, target, space, kHardware, 8, 7).size(), 1u);
+  EXPECT_EQ(transfer_seeds(store, target, space, kHardware, 8, 7).size(), 1u + 4u);
+  EXPECT_EQ(transfer_seeds(store, target, space, kHardware, 3, 7).size(), 3u);  // at most count
 }
 
 // A store that holds records no reader can use (an unknown op, a non-canonical key, as an
@@ -103,7 +122,7 @@ TEST(Transfer, BadStoredRecordsAreSkippedNotFatal) {
               0}});
   TaskSpec target = parse_task_spec(kTarget);
   ScheduleSpace space(describe_task(target));
-  EXPECT_EQ(transfer_seeds(store, target, space, kHardware, 8, 7).size(), 1u);
+  EXPECT_EQ(transfer_seeds(store, target, space, kHardware, 8, 7).size(), 1u + 4u);
 }
 
 // The task scheduler: unmeasured tasks first, then the largest expected saving (weight x
