@@ -11,6 +11,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev googletest
   python3 python3-matplotlib
+  python3-dev python3-numpy pybind11-dev  # the Python package `tlm` (src/python)
   python3-torch python3-torchvision  # ONNX fixtures of the end-to-end tests (torchvision export)
 )
 if [ "$(id -u)" -ne 0 ]; then

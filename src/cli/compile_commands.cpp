@@ -171,6 +171,7 @@ void run_bench_models(BenchModelFlags f, const std::string& exe) {
 
 void add_bench_model_command(CLI::App& app, const std::string& exe) {
   auto f = std::make_shared<BenchModelFlags>();
+  f->compile.models_dir = default_models_dir(exe);
   auto* bench = app.get_subcommand("bench")->add_subcommand(
       "model", "compiled model against PyTorch (same weights), interleaved, with peak memory");
   bench->add_option("models", f->models, "zoo names or .onnx paths")->required();
@@ -226,6 +227,7 @@ void add_model_options(CLI::App* command, ModelOptions& options) {
 void add_compile_commands(CLI::App& app, const std::string& exe) {
   add_bench_model_command(app, exe);
   auto cf = std::make_shared<CompileFlags>();
+  cf->models_dir = default_models_dir(exe);
   auto* compile =
       app.add_subcommand("compile", "compile a zoo model or an ONNX file to an artifact folder");
   compile

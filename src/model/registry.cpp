@@ -114,6 +114,15 @@ std::string resolve_model(const std::string& model, const std::string& models_di
   return registry.path_of(registry.default_id());
 }
 
+std::string default_models_dir(const std::string& exe) {
+  struct stat st;
+  if (stat("models/registry.json", &st) == 0) return "models";
+  std::string bin = exe.substr(0, exe.find_last_of('/') + 1);
+  std::string installed = bin + "../share/tlm/models";
+  if (stat((installed + "/registry.json").c_str(), &st) == 0) return installed;
+  return "models";
+}
+
 void Registry::save() const {
   nlohmann::json j = {{"default", default_}, {"base", base_}, {"history", nlohmann::json::array()}};
   for (const auto& h : history_) j["history"].push_back(nlohmann::json::parse(h));

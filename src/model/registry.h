@@ -41,4 +41,9 @@ class Registry {
 // registry; throws tlm::Error when there is none.
 std::string resolve_model(const std::string& model, const std::string& models_dir);
 
+// The models folder that commands reading the shipped model use by default: ./models when
+// it holds a registry (a source checkout), else the one installed beside the executable
+// `exe` (<prefix>/share/tlm/models), else ./models.
+std::string default_models_dir(const std::string& exe);
+
 }  // namespace tlm

@@ -82,6 +82,10 @@ void check_tensors(const Plan& plan, size_t weight_floats) {
     int t = plan.inputs[i];
     if (!valid_index(plan, t) || plan.tensors[size_t(t)].kind != TensorKind::Input)
       throw Error("plan: model input " + std::to_string(i) + " is not an input tensor");
+    const std::string& dtype = plan.tensors[size_t(t)].dtype;
+    if (dtype != "float32" && dtype != "int64" && dtype != "bool")
+      throw Error("plan: model input " + std::to_string(i) + " has unknown element type '" + dtype +
+                  "'");
   }
   for (int t : plan.outputs)
     if (!valid_index(plan, t) || plan.tensors[size_t(root_of(plan, t))].kind == TensorKind::Fused)

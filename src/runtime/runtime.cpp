@@ -3,6 +3,7 @@
 #include <HalideRuntime.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -107,11 +108,9 @@ std::unique_ptr<CompiledModel> CompiledModel::load(const std::string& dir,
     }
     m->functions_.push_back(fn);
   }
-  m->storage_.resize(m->plan_.tensors.size());
-  for (size_t t = 0; t < m->plan_.tensors.size(); ++t)
-    if (m->plan_.tensors[t].kind == TensorKind::Input)
-      m->storage_[t].assign(size_t(element_count(m->plan_.tensors[t].shape)), 0.0f);
-  m->arena_.assign(size_t(m->plan_.arena_floats), 0.0f);
+  m->input_slot_.assign(m->plan_.tensors.size(), -1);
+  for (size_t i = 0; i < m->plan_.inputs.size(); ++i) m->input_slot_[m->plan_.inputs[i]] = int(i);
+  m->give_back(std::make_unique<Arena>(size_t(m->plan_.arena_floats), 0.0f));
   return m;
 }
 
@@ -119,25 +118,26 @@ CompiledModel::~CompiledModel() {
   if (library_) dlclose(library_);
 }
 
-float* CompiledModel::data(int tensor) {
+float* CompiledModel::data(int tensor, const RunMemory& memory) const {
   const PlanTensor& t = plan_.tensors[tensor];
-  if (t.kind == TensorKind::View) return data(t.view_of);
-  if (t.kind == TensorKind::Weight) return weights_.data() + t.weight_offset;
-  if (t.kind == TensorKind::Activation) return arena_.data() + t.arena_offset;
-  return storage_[tensor].data();
+  if (t.kind == TensorKind::View) return data(t.view_of, memory);
+  if (t.kind == TensorKind::Activation) return memory.arena + t.arena_offset;
+  // Weights and inputs are only read: no step writes them (plan_check.h).
+  if (t.kind == TensorKind::Weight) return const_cast<float*>(weights_.data()) + t.weight_offset;
+  return const_cast<float*>(memory.inputs[input_slot_[tensor]]);
 }
 
-void CompiledModel::run_step(const PlanStep& step) {
+void CompiledModel::run_step(const PlanStep& step, const RunMemory& memory) const {
   if (step.kind == StepKind::Transpose) {
-    transpose(data(step.inputs[0]), data(step.output), plan_.tensors[step.inputs[0]].shape,
-              step.perm);
+    transpose(data(step.inputs[0], memory), data(step.output, memory),
+              plan_.tensors[step.inputs[0]].shape, step.perm);
     return;
   }
   std::vector<Buffer> buffers;
   buffers.reserve(step.inputs.size() + 1);
   for (size_t k = 0; k < step.inputs.size(); ++k)
-    buffers.emplace_back(data(step.inputs[k]), step.shapes[k]);
-  buffers.emplace_back(data(step.output), step.shapes.back());
+    buffers.emplace_back(data(step.inputs[k], memory), step.shapes[k]);
+  buffers.emplace_back(data(step.output, memory), step.shapes.back());
   std::vector<void*> args;
   for (auto& b : buffers) args.push_back(&b.buffer);
   size_t index = &step - plan_.steps.data();
@@ -146,38 +146,69 @@ void CompiledModel::run_step(const PlanStep& step) {
     throw Error("kernel " + step.function + " (" + step.task + ") failed: " + last_kernel_error);
 }
 
-std::vector<std::vector<float>> CompiledModel::run(const std::vector<std::vector<float>>& inputs,
-                                                   std::vector<StepTiming>* timings) {
-  if (inputs.size() != plan_.inputs.size())
-    throw Error("the model takes " + std::to_string(plan_.inputs.size()) + " inputs");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    auto& store = storage_[plan_.inputs[i]];
-    if (inputs[i].size() != store.size())
-      throw Error("input " + std::to_string(i) + " has " + std::to_string(inputs[i].size()) +
-                  " values, the model wants " + std::to_string(store.size()));
-    store = inputs[i];
+std::unique_ptr<CompiledModel::Arena> CompiledModel::take_arena() const {
+  {
+    std::lock_guard<std::mutex> lock(arenas_mutex_);
+    if (!idle_arenas_.empty()) {
+      auto arena = std::move(idle_arenas_.back());
+      idle_arenas_.pop_back();
+      return arena;
+    }
   }
+  return std::make_unique<Arena>(size_t(plan_.arena_floats), 0.0f);
+}
+
+void CompiledModel::give_back(std::unique_ptr<Arena> arena) const {
+  std::lock_guard<std::mutex> lock(arenas_mutex_);
+  idle_arenas_.push_back(std::move(arena));
+}
+
+void CompiledModel::run(const float* const* inputs, float* const* outputs,
+                        std::vector<StepTiming>* timings) const {
+  struct Lease {  // this run's arena, back to the pool when the run ends or throws
+    const CompiledModel& model;
+    std::unique_ptr<Arena> arena;
+    ~Lease() { model.give_back(std::move(arena)); }
+  } lease{*this, take_arena()};
+  RunMemory memory{lease.arena->data(), inputs};
   for (const auto& step : plan_.steps) {
     auto start = std::chrono::steady_clock::now();
-    run_step(step);
-    if (timings)
-      timings->push_back(
-          {step.kind == StepKind::Kernel ? step.task : step_kind_name(step.kind),
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3});
+    run_step(step, memory);
+    if (!timings) continue;
+    std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
+    timings->push_back(
+        {step.kind == StepKind::Kernel ? step.task : step_kind_name(step.kind), ms.count()});
+  }
+  for (size_t o = 0; o < plan_.outputs.size(); ++o) {
+    const float* d = data(plan_.outputs[o], memory);
+    std::copy(d, d + element_count(plan_.tensors[plan_.outputs[o]].shape), outputs[o]);
+  }
+}
+
+std::vector<std::vector<float>> CompiledModel::run(const std::vector<std::vector<float>>& inputs,
+                                                   std::vector<StepTiming>* timings) const {
+  if (inputs.size() != plan_.inputs.size())
+    throw Error("the model takes " + std::to_string(plan_.inputs.size()) + " inputs");
+  std::vector<const float*> in;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    size_t wanted = size_t(element_count(plan_.tensors[plan_.inputs[i]].shape));
+    if (inputs[i].size() != wanted)
+      throw Error("input " + std::to_string(i) + " has " + std::to_string(inputs[i].size()) +
+                  " values, the model wants " + std::to_string(wanted));
+    in.push_back(inputs[i].data());
   }
   std::vector<std::vector<float>> outputs;
-  for (int t : plan_.outputs) {
-    const float* d = data(t);
-    outputs.emplace_back(d, d + element_count(plan_.tensors[t].shape));
-  }
+  std::vector<float*> out;
+  for (int t : plan_.outputs) outputs.emplace_back(size_t(element_count(plan_.tensors[t].shape)));
+  for (auto& o : outputs) out.push_back(o.data());
+  run(in.data(), out.data(), timings);
   return outputs;
 }
 
 size_t CompiledModel::memory_bytes() const {
-  size_t bytes = weights_.size() * sizeof(float);
-  for (const auto& s : storage_) bytes += s.size() * sizeof(float);
-  bytes += arena_.size() * sizeof(float);
-  return bytes;
+  int64_t floats = int64_t(weights_.size()) + plan_.arena_floats;
+  for (int t : plan_.inputs) floats += element_count(plan_.tensors[t].shape);
+  return size_t(floats) * sizeof(float);
 }
 
 }  // namespace tlm

@@ -1,9 +1,14 @@
 // Runtime: loads a compiled model (artifact.h) and runs it. Kernels are called through
 // the `_argv` entry points Halide exports, with buffers describing the plan's tensors;
 // views share their tensor's memory, transposes are copies. Activations live in one
-// arena laid out by the plan (memory_plan.h); inputs have their own buffers.
+// arena laid out by the plan (memory_plan.h); inputs are read where the caller holds them.
+//
+// A loaded model is immutable: runs may come from several threads at once, each on an
+// arena of its own taken from a small pool (one is made at load; a run that finds none
+// free makes another, kept for later runs).
 #pragma once
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,23 +33,36 @@ class CompiledModel {
   ~CompiledModel();
 
   const Plan& plan() const { return plan_; }
-  // Runs on `inputs` (one per plan input, row-major) and returns the outputs; with
-  // `timings`, records each step's time.
+  // Runs on `inputs` (one per plan input, row-major, every element as float32, the
+  // input's element count each) and writes `outputs` (one per plan output, room for its
+  // element count each); with `timings`, records each step's time. Thread-safe.
+  void run(const float* const* inputs, float* const* outputs,
+           std::vector<StepTiming>* timings = nullptr) const;
+  // The same with sizes checked: throws tlm::Error (one line) for a wrong count or size.
   std::vector<std::vector<float>> run(const std::vector<std::vector<float>>& inputs,
-                                      std::vector<StepTiming>* timings = nullptr);
-  size_t memory_bytes() const;  // weights plus activations held
+                                      std::vector<StepTiming>* timings = nullptr) const;
+  size_t memory_bytes() const;  // weights, inputs and one run's activations
 
  private:
+  using Arena = std::vector<float>;
+  // The memory one run sees: its arena and the caller's inputs.
+  struct RunMemory {
+    float* arena;
+    const float* const* inputs;
+  };
   CompiledModel() = default;
-  void run_step(const PlanStep& step);
-  float* data(int tensor);
+  void run_step(const PlanStep& step, const RunMemory& memory) const;
+  float* data(int tensor, const RunMemory& memory) const;
+  std::unique_ptr<Arena> take_arena() const;
+  void give_back(std::unique_ptr<Arena> arena) const;
 
   Plan plan_;
   void* library_ = nullptr;
   std::vector<float> weights_;
-  std::vector<std::vector<float>> storage_;  // per tensor (inputs only)
-  std::vector<float> arena_;                 // every activation, at its plan offset
-  std::vector<int (*)(void**)> functions_;   // per step, kernels only
+  std::vector<int> input_slot_;             // per tensor: its index among the plan's inputs
+  std::vector<int (*)(void**)> functions_;  // per step, kernels only
+  mutable std::mutex arenas_mutex_;
+  mutable std::vector<std::unique_ptr<Arena>> idle_arenas_;
 };
 
 }  // namespace tlm
