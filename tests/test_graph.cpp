@@ -185,6 +185,31 @@ TEST(Rewrites, FoldingBatchNormKeepsTheOutput) {
   for (size_t i = 0; i < before.size(); ++i) EXPECT_NEAR(before[i], after[i], 1e-4 * scale);
 }
 
+// A dense layer 2051 wide (no vector of 16 divides it) computes 2112 columns on a
+// zero-padded weight and keeps the first 2051; the result is the same, bit for bit, and
+// its task is a dense of the padded width; narrower or divisible widths stay as they are.
+TEST(Rewrites, WideOddDenseLayersArePaddedThenSliced) {
+  Graph g("head");
+  int x = g.input("x", {1, 3, 8});
+  int w = g.constant("w", {8, 2051});
+  int narrow = g.constant("narrow", {8, 1000});
+  g.mark_output(g.add(OpKind::Dense, {x, w}, {}, "head"));
+  g.mark_output(g.add(OpKind::Dense, {x, narrow}, {}, "side"));
+  Weights weights = draw_weights(g);
+  WeightedGraph padded = pad_wide_dense(g, weights);
+  std::map<std::string, int> ops;
+  for (const auto& n : padded.graph.nodes()) ++ops[op_name(n.op)];
+  EXPECT_EQ(ops,
+            (std::map<std::string, int>{{op_name(OpKind::Dense), 2}, {op_name(OpKind::Slice), 1}}));
+  EXPECT_EQ(padded.graph.shape(padded.graph.nodes()[0].output), (Shape{1, 3, 2112}));
+  EXPECT_EQ(padded.graph.output_names()[0], "head");
+  auto input = random_values(element_count(g.shape(x)), 5);
+  auto before = interpret(g, weights, {input});
+  auto after = interpret(padded.graph, padded.weights, {input});
+  for (size_t o = 0; o < 2; ++o)
+    EXPECT_EQ(before[g.outputs()[o]], after[padded.graph.outputs()[o]]) << o;
+}
+
 // Checks that `rewrite` turns `g` into a graph with one `expected` node where the pattern
 // was (and nothing of the pattern left), computing what `g` computes.
 void expect_pattern_rewritten(const Graph& g, const Weights& w, OpKind expected,

@@ -1,5 +1,6 @@
 #include "graph/rewrites.h"
 
+#include <algorithm>
 #include <tuple>
 
 #include "graph/patterns.h"
@@ -33,6 +34,18 @@ std::pair<std::vector<float>, std::vector<float>> folded(const Graph& g, const N
     for (int64_t i = 0; i < per_k; ++i) weights[c * per_k + i] *= scale[c];
   }
   return {weights, bias};
+}
+
+constexpr int64_t kWideDense = 2048;  // narrower dense layers keep their width
+constexpr int64_t kPaddedMultiple = 64;
+
+// A [K, N] weight as [K, padded] with zero columns after the first N.
+std::vector<float> padded_columns(const std::vector<float>& w, int64_t k, int64_t n,
+                                  int64_t padded) {
+  std::vector<float> out(size_t(k * padded), 0.0f);
+  for (int64_t r = 0; r < k; ++r)
+    std::copy(w.begin() + r * n, w.begin() + (r + 1) * n, out.begin() + r * padded);
+  return out;
 }
 
 }  // namespace
@@ -110,6 +123,26 @@ WeightedGraph split_batchnorm(const Graph& g, const Weights& w) {
   return b.finish();
 }
 
+WeightedGraph pad_wide_dense(const Graph& g, const Weights& w) {
+  Rebuild b(g, w);
+  for (const Node& n : g.nodes()) {
+    const Shape& ws = n.op == OpKind::Dense ? g.shape(n.inputs[1]) : Shape{};
+    if (ws.size() != 2 || ws[1] < kWideDense || ws[1] % 16 == 0) {
+      b.copy(n);
+      continue;
+    }
+    int64_t k = ws[0], width = ws[1];
+    int64_t padded = (width + kPaddedMultiple - 1) / kPaddedMultiple * kPaddedMultiple;
+    int pw = b.out.graph.constant(g.tensor(n.inputs[1]).name + ".padded", {k, padded});
+    if (!w.empty()) b.out.weights[pw] = padded_columns(w.at(n.inputs[1]), k, width, padded);
+    int wide =
+        b.out.graph.add(OpKind::Dense, {b.tensor(n.inputs[0]), pw}, n.attrs, n.name + "/padded");
+    IntAttrs keep = {{"starts", {0}}, {"ends", {width}}, {"axes", {-1}}};
+    b.map[n.output] = b.out.graph.add(OpKind::Slice, {wide}, keep, n.name);
+  }
+  return b.finish();
+}
+
 WeightedGraph remove_dead(const Graph& g, const Weights& w) {
   std::vector<bool> live(g.tensors().size(), false);
   for (int o : g.outputs()) live[o] = true;
@@ -128,6 +161,7 @@ WeightedGraph prepare_graph(const Graph& g, const Weights& w) {
   folded = rewrite_norms(folded.graph, folded.weights);
   folded = rewrite_unary_functions(folded.graph, folded.weights);
   folded = fold_batchnorm(folded.graph, folded.weights);
+  folded = pad_wide_dense(folded.graph, folded.weights);
   return split_batchnorm(folded.graph, folded.weights);
 }
 

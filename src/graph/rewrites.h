@@ -6,6 +6,10 @@
 //                    the shift (weights are constants, so this is done once, at compile).
 //   split_batchnorm: any other batch norm becomes a multiply and an add by per-channel
 //                    constants, which fuse like any elementwise operator.
+//   pad_wide_dense:  a wide dense layer whose width N no vector of 16 divides (GPT-2's
+//                    50257-word head) computes N rounded up to 64 on a zero-padded weight,
+//                    then a slice keeps the first N columns: its kernel gets the packed
+//                    weight layouts and whole vectors that an odd N rules out.
 //   remove_dead:     nodes no output depends on are dropped.
 // Each returns a new graph with its weights; tests check the outputs agree with the
 // original's within float tolerance.
@@ -23,6 +27,7 @@ struct WeightedGraph {
 WeightedGraph fold_constants(const Graph& graph, const Weights& weights);
 WeightedGraph fold_batchnorm(const Graph& graph, const Weights& weights);
 WeightedGraph split_batchnorm(const Graph& graph, const Weights& weights);
+WeightedGraph pad_wide_dense(const Graph& graph, const Weights& weights);
 WeightedGraph remove_dead(const Graph& graph, const Weights& weights);
 
 // The rewrites every compile applies before partitioning, in order. With no weights
