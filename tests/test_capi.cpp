@@ -140,6 +140,11 @@ TEST(Capi, BrokenArtifactsFailToOpenWithOneLine) {
   std::ofstream(dir + "/plan.json", std::ios::trunc) << "{\"tensors\": [";
   expect_open_fails(dir, "plan");
   copy();
+  auto plan = nlohmann::json::parse(std::ifstream(dir + "/plan.json"));
+  plan["tensors"][plan["inputs"][0].get<size_t>()]["dtype"] = "float16";
+  std::ofstream(dir + "/plan.json", std::ios::trunc) << plan.dump();
+  expect_open_fails(dir, "unknown element type 'float16'");
+  copy();
   { std::fstream(dir + "/weights.bin", std::ios::in | std::ios::out | std::ios::binary) << "xxxx"; }
   expect_open_fails(dir, "weights.bin");
   copy();

@@ -1,5 +1,5 @@
 /* tlm_api_bench ARTIFACT RUNS: times RUNS runs of a compiled model through the C API (after one
- * warm-up run) on seeded inputs, and prints "median MS min MS open MS" (runs as `tlm run --bench`
+ * warm-up run) on inputs of ones, and prints "median MS min MS open MS" (runs as `tlm run --bench`
  * measures its own, with one untimed run first; tlm_open's time), for bench/api_overhead.py. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,14 +18,17 @@ static int by_value(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
-/* Buffers for every input (small seeded values, valid as ids or masks too) and output. */
+/* Buffers for every input (each element 1: a valid float, token id and mask) and output. */
 static int allocate(const tlm_model* model, void** inputs, float** outputs) {
   tlm_tensor_info info;
   for (size_t i = 0; i < tlm_num_inputs(model); ++i) {
     if (tlm_input_info(model, i, &info) != 0) return -1;
-    unsigned char* bytes = inputs[i] = calloc(info.elements, info.element_size);
-    for (size_t k = 0; bytes && k < info.elements * info.element_size; k += info.element_size)
-      bytes[k] = (unsigned char)(k * 7 % 2);
+    void* data = inputs[i] = malloc(info.elements * info.element_size);
+    for (size_t k = 0; data && k < info.elements; ++k) {
+      if (info.dtype == TLM_FLOAT32) ((float*)data)[k] = 1.0f;
+      if (info.dtype == TLM_INT64) ((int64_t*)data)[k] = 1;
+      if (info.dtype == TLM_BOOL) ((unsigned char*)data)[k] = 1;
+    }
   }
   for (size_t o = 0; o < tlm_num_outputs(model); ++o) {
     if (tlm_output_info(model, o, &info) != 0) return -1;
