@@ -123,8 +123,7 @@ class Model {
     if (squeezed(shape) != squeezed(t.shape))
       throw TlmError("input '" + t.name + "' has shape " + shape_text(shape) +
                      ", the model wants " + shape_text(t.shape));
-    bool integer_input = t.dtype != "float32";
-    if (integer_input && kind != 'i' && kind != 'u' && kind != 'b')
+    if (t.dtype != "float32" && kind == 'f')  // ids and masks are never rounded floats
       throw TlmError("input '" + t.name + "' holds " + t.dtype + ", the array holds " +
                      std::string(py::str(a.dtype())));
     if (t.dtype == "int64") return contiguous<int64_t>(a);
