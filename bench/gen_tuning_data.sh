@@ -13,6 +13,10 @@
 #   ONNX_DIR=bench/results/onnx-full METHOD=transfer TRIALS=32 bash bench/gen_tuning_data.sh
 # With KINDS (a regex of task kinds, e.g. KINDS='dense|conv2d') only those tasks are tuned:
 # after a space change of those kinds (session 16: dense gained its weight layout).
+# With ACTIVATION_BLOCK=16 (or 8) the models' tasks are those of activations kept
+# channel-blocked between convolutions (tlm tasks --activation-block), and only the tasks
+# that read or write blocks are tuned (session 18: the blocked convolutions).
+# With MODELS='a.onnx b.onnx' only those models' tasks are tuned (no zoo, no extra tasks).
 # With MORE=N each task gets N new trials whatever it has (not topped up); SKIP=K resumes
 # such a run after its first K tasks.
 set -euo pipefail
@@ -23,17 +27,28 @@ method=${METHOD:-evolutionary}
 db=bench/results/records.db
 list=bench/results/tuning_tasks.txt
 mkdir -p bench/results
+layout=()
+blocked_only='.'
+if [ -n "${ACTIVATION_BLOCK:-}" ]; then
+  layout=(--activation-block "$ACTIVATION_BLOCK")
+  blocked_only='block='
+fi
 held_out=$(grep -v '^#' bench/heldout_tasks.txt | while read -r t; do
   "$tlm" space "$t" | head -1 | cut -d' ' -f2; done)  # canonical keys
 {
+  if [ -n "${MODELS:-}" ]; then
+    for f in $MODELS; do "$tlm" tasks "$f" --specs "${layout[@]}"; done
+  else
   grep -v '^#' bench/tuning_extra_tasks.txt | while read -r t; do
     "$tlm" space "$t" | head -1 | cut -d' ' -f2; done
-  for m in resnet50 mobilenetv2 efficientnet-b0 bert-base gpt2; do "$tlm" tasks "$m" --specs; done
+  for m in resnet50 mobilenetv2 efficientnet-b0 bert-base gpt2; do
+    "$tlm" tasks "$m" --specs "${layout[@]}"; done
   if [ -n "${ONNX_DIR:-}" ]; then
-    for f in "$ONNX_DIR"/*.onnx; do "$tlm" tasks "$f" --specs; done
+    for f in "$ONNX_DIR"/*.onnx; do "$tlm" tasks "$f" --specs "${layout[@]}"; done
+  fi
   fi
 } | awk '!seen[$0]++' | grep -v -F -x -f <(echo "$held_out") |
-  grep -E "^(${KINDS:-[a-z_0-9]+}):" > "$list"
+  grep -E "^(${KINDS:-[a-z_0-9]+}):" | grep -E "${blocked_only}" > "$list"
 total=$(wc -l < "$list")
 start=$(date +%s)
 count=(--trials "$trials" --up-to)

@@ -93,6 +93,8 @@ TEST(Cli, NumericFlagsOutsideTheirRangeAreRefused) {
   expect_one_line_error("tune 'matmul:m=8,n=8,k=8' --memory-mb 50" + db, "--memory-mb: '50'");
   expect_one_line_error("measure 'matmul:m=8,n=8,k=8' --threads 2x" + db, "--threads: '2x'");
   expect_one_line_error("tasks gpt2 --layers 100000", "--layers: '100000'");
+  expect_one_line_error("tasks mobilenetv2 --activation-block 12", "--activation-block: 12");
+  expect_one_line_error("compile mobilenetv2 -o x --activation-block 4", "--activation-block: 4");
   expect_one_line_error("bench op 'matmul:m=8,n=8,k=8' --methods random-8,bogus" + db,
                         "unknown method 'bogus'");
   expect_one_line_error("bench op 'matmul:m=8,n=8,k=8' --methods random-0" + db, "at least 1");

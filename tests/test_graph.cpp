@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 
 #include "graph/interpreter.h"
 #include "graph/partition.h"
@@ -208,6 +209,49 @@ TEST(Rewrites, WideOddDenseLayersArePaddedThenSliced) {
   auto after = interpret(padded.graph, padded.weights, {input});
   for (size_t o = 0; o < 2; ++o)
     EXPECT_EQ(before[g.outputs()[o]], after[padded.graph.outputs()[o]]) << o;
+}
+
+// MobileNetV2 with activations in blocks of 16 channels (8 where 16 does not divide):
+// every convolution after the first reads and writes blocks (the first reads the
+// 3-channel image as NCHW), the global pooling reads blocks, nothing but these and
+// elementwise nodes reads a blocked tensor, and the output is the same.
+TEST(Rewrites, ActivationsStayBlockedBetweenConvolutions) {
+  ZooOptions small;
+  small.image = 64;  // the last layers 2x2 (one pixel per channel stays plain)
+  Graph g = build_zoo_model("mobilenetv2", small);
+  Weights w = draw_weights(g);
+  WeightedGraph plain = prepare_graph(g, w);
+  WeightedGraph blocked = prepare_graph(g, w, 16);
+  const Graph& b = blocked.graph;
+  std::vector<const Node*> convs;
+  std::set<int64_t> blocks;
+  for (const auto& n : b.nodes()) {
+    if (n.op == OpKind::Conv2d) convs.push_back(&n);
+    for (int t : n.inputs) {
+      if (b.shape(t).size() != 5) continue;
+      blocks.insert(b.shape(t)[4]);
+      EXPECT_TRUE(n.op == OpKind::Conv2d || n.op == OpKind::GlobalAvgPool ||
+                  op_def(n.op).role == OpRole::Elementwise)
+          << n.name;
+      if (n.op == OpKind::GlobalAvgPool) {
+        EXPECT_EQ(n.attr("in_block", 1), 16);
+      }
+    }
+  }
+  ASSERT_EQ(convs.size(), 52u);
+  EXPECT_EQ(convs.front()->attr("in_block", 1), 1);
+  EXPECT_EQ(convs.front()->attr("out_block", 1), 16);
+  for (size_t i = 1; i < convs.size(); ++i) {
+    EXPECT_GT(convs[i]->attr("in_block", 1), 1) << i;
+    EXPECT_GT(convs[i]->attr("out_block", 1), 1) << i;
+  }
+  EXPECT_EQ(blocks, (std::set<int64_t>{8, 16}));  // 24 and 144 channels take blocks of 8
+  auto input = random_values(element_count(g.shape(g.inputs()[0])), 9);
+  auto before = interpret(plain.graph, plain.weights, {input})[plain.graph.outputs()[0]];
+  auto after = interpret(b, blocked.weights, {input})[b.outputs()[0]];
+  ASSERT_EQ(before.size(), after.size());
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_NEAR(before[i], after[i], 1e-5) << i;
+  EXPECT_EQ(prepare_graph(g, w, 0).graph.nodes().size(), plain.graph.nodes().size());
 }
 
 // Checks that `rewrite` turns `g` into a graph with one `expected` node where the pattern

@@ -55,6 +55,37 @@ TEST(TaskSpec, MalformedSpecsNameTheBadPart) {
   expect_error("matmul:m=99999999999999999999,n=1,k=1", "expected an integer");
 }
 
+// Channel-blocked activations: a plain task keeps its key (the block parameters are left
+// out at 1); a blocked output is one rank more, its bias runs along the channel block
+// and the in-block dim, and its buffers are [N, C/b, H, W, b].
+TEST(TaskSpec, ChannelBlocksKeepPlainKeysAndAddARank) {
+  TaskSpec plain = parse_task_spec("conv2d:c=32,h=7,w=7,k=64,r=1,s=1,in_block=1+bias");
+  EXPECT_EQ(plain.key(),
+            "conv2d:n=1,c=32,h=7,w=7,k=64,r=1,s=1,stride=1,pad=0,dilation=1,groups=1+bias");
+  EXPECT_EQ(plain.output_rank(), 4);
+  EXPECT_EQ(plain.bias_mask(), 1 << 1);
+  TaskSpec blocked =
+      parse_task_spec("conv2d:c=32,h=7,w=7,k=64,r=1,s=1,in_block=8,out_block=16+bias+add");
+  EXPECT_EQ(blocked.output_block(), 16);
+  EXPECT_EQ(blocked.output_rank(), 5);
+  EXPECT_EQ(blocked.bias_mask(), (1 << 1) | (1 << 4));
+  EXPECT_EQ(blocked.epilogue_words(), (std::vector<std::string>{"bias", "add"}));
+  EXPECT_EQ(parse_task_spec(blocked.key()).key(), blocked.key());
+  TaskShape shape = describe_task(blocked);
+  EXPECT_EQ(shape.inputs[0].shape, (std::vector<int64_t>{1, 4, 7, 7, 8}));
+  EXPECT_EQ(shape.output_shape, (std::vector<int64_t>{1, 4, 7, 7, 16}));
+  EXPECT_EQ(shape.output().extents, (std::vector<int64_t>{16, 7, 7, 4, 1}));
+  EXPECT_EQ(parse_task_spec("conv2d:c=32,h=7,w=7,k=64,r=1,s=1,out_block=16+add@18").key(),
+            parse_task_spec("conv2d:c=32,h=7,w=7,k=64,r=1,s=1,out_block=16+bias").key());
+  expect_error("conv2d:c=32,h=7,w=7,k=64,r=1,s=1,in_block=3", "in_block=3");
+  expect_error("conv2d:c=32,h=7,w=7,k=64,r=1,s=1,groups=2,out_block=8", "groups=1");
+  expect_error("dwconv2d:c=24,h=7,w=7,r=3,s=3,out_block=16", "must divide");
+  expect_error("conv2d:c=32,h=7,w=7,k=64,r=1,s=1,out_block=16+add@32",
+               "outside the output's 5 dims");
+  expect_error("global_pool:c=24,h=7,w=7,in_block=16", "in_block must divide c");
+  expect_error("channel_scale:c=24,h=7,w=7,block=16", "block must divide c");
+}
+
 TEST(TaskSpec, ShapeErrorsComeFromDescribe) {
   EXPECT_THROW(describe_task(parse_task_spec("conv2d:c=3,h=4,w=4,k=8,r=7,s=7")), Error);
   TaskShape s =

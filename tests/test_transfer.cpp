@@ -91,6 +91,54 @@ TEST(Transfer, SeedsAreLegalNearestFirstAndKeepSharedDecisions) {
   EXPECT_GE(shared, 15);
 }
 
+// A schedule written by name (the rest drawn at random), legal in `space`.
+std::vector<int64_t> schedule_with(const ScheduleSpace& space,
+                                   const std::map<std::string, int64_t>& values, uint64_t seed) {
+  std::vector<int64_t> d(space.num_points(), -1);
+  for (size_t i = 0; i < space.num_points(); ++i)
+    if (values.count(space.point(i).name)) d[i] = values.at(space.point(i).name);
+  std::mt19937_64 rng(seed);
+  d = space.repair(d, 0, rng);
+  EXPECT_EQ(named(space, d).at("out.tile1.d2"), values.at("out.tile1.d2"));
+  return d;
+}
+
+// The same convolution reading and writing blocks of 16 channels is seeded first with the
+// NCHW task's best, renamed for its loops: (x, y, k, n) -> (k in block, x, y, k block, n),
+// the channel tiles over 16, the in-block loop whole and vectorized; the channel
+// reduction (s, r, c) -> (c in block, s, r, c block).
+TEST(Transfer, ANchwScheduleIsRenamedForChannelBlocks) {
+  RecordStore store(fresh_db("blocks"));
+  TaskSpec plain = parse_task_spec(kTarget);
+  ScheduleSpace plain_space(describe_task(plain));
+  std::map<std::string, int64_t> values = {
+      {"out.tile1.d0", 14}, {"out.tile2.d0", 7},  {"out.tile1.d1", 4},   {"out.tile2.d1", 2},
+      {"out.tile1.d2", 64}, {"out.tile2.d2", 32}, {"out.vector_dim", 2}, {"out.vector_width", 16},
+      {"acc.rsplit.r0", 3}, {"acc.rsplit.r1", 1}, {"acc.rsplit.r2", 32}};
+  auto best = schedule_with(plain_space, values, 3);
+  store.add({{kHardware, plain.key(), kTarget, best, "test", Status::Ok, 1, 1, 3, "", "", 0}});
+  store_random(store,
+               "conv2d:n=1,c=64,h=28,w=28,k=128,r=3,s=3,stride=1,pad=1,in_block=16,"
+               "out_block=16+bias+add",
+               3, 4);
+  TaskSpec blocked = parse_task_spec(
+      "conv2d:n=1,c=64,h=28,w=28,k=128,r=3,s=3,stride=1,pad=1,in_block=16,out_block=16+bias+relu");
+  ScheduleSpace space(describe_task(blocked));
+  auto seeds = transfer_seeds(store, blocked, space, kHardware, 4, 7);
+  ASSERT_FALSE(seeds.empty());
+  auto seed = named(space, seeds[0]);
+  std::map<std::string, int64_t> expected = {
+      {"out.tile1.d0", 16},  {"out.tile2.d0", 16},     {"out.tile1.d1", 14},  {"out.tile2.d1", 7},
+      {"out.tile1.d2", 4},   {"out.tile2.d2", 2},      {"out.tile1.d3", 4},   {"out.tile2.d3", 2},
+      {"out.vector_dim", 0}, {"out.vector_width", 16}, {"acc.rsplit.r0", 16}, {"acc.rsplit.r1", 3},
+      {"acc.rsplit.r2", 1},  {"acc.rsplit.r3", 2}};
+  for (const auto& [name, value] : expected) EXPECT_EQ(seed.at(name), value) << name;
+  auto plain_named = named(plain_space, best);
+  EXPECT_EQ(seed.at("layout.weight_block"), plain_named.at("layout.weight_block"));
+  EXPECT_EQ(seed.at("acc.location"), plain_named.at("acc.location"));
+  EXPECT_EQ(seed.at("acc.reduction_order"), plain_named.at("acc.reduction_order"));
+}
+
 TEST(Transfer, ExcludedTasksAndOtherHardwareAreNeverSources) {
   RecordStore store(fresh_db("excluded"));
   store_random(store, kSameLoops, 3, 1);

@@ -64,6 +64,7 @@ void add_compile_options(CLI::App* command, CompileFlags& f) {
   command->add_option("--db", f.db, "record store (schedules measured before, and new ones)");
   command->add_option("--model", f.checkpoint, "checkpoint (default: the registry's)");
   command->add_option("--models", f.models_dir, "models directory");
+  add_activation_block_option(command, f.options.activation_block);
   add_model_options(command, f.model_options);
 }
 

@@ -37,4 +37,17 @@ inline CLI::Validator seed_range() {
   return in_range(0, 4294967295.0);
 }
 
+// --activation-block auto|16|8|0: channels per block of activations kept blocked
+// between convolutions (graph/activation_layout.h; auto: kAutoActivationBlock), or 0 for
+// NCHW everywhere.
+inline void add_activation_block_option(CLI::App* command, int64_t& block) {
+  command
+      ->add_option_function<std::string>(
+          "--activation-block",
+          [&block](const std::string& value) { block = value == "auto" ? -1 : std::stoll(value); },
+          "activations between convolutions in blocks of 16 or 8 channels, 0: NCHW, auto "
+          "(default): 16 in models with depthwise convolutions")
+      ->check(CLI::IsMember({"auto", "16", "8", "0"}));
+}
+
 }  // namespace tlm

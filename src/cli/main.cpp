@@ -189,11 +189,12 @@ void add_improve_command(CLI::App& app, ImproveFlags& f, CommonFlags& flags) {
 }
 
 // A zoo model's tasks: count, FLOPs and share of the model's FLOPs, largest first.
-void print_tasks(const std::string& model, const ModelOptions& options, bool specs_only) {
+void print_tasks(const std::string& model, const ModelOptions& options, bool specs_only,
+                 int64_t activation_block) {
   WeightedGraph source = is_onnx_path(model) ? load_model_source(model, options)
                                              : WeightedGraph{load_model_graph(model, options), {}};
   const Graph& graph = source.graph;
-  Partition partition = model_tasks(graph, source.weights);
+  Partition partition = model_tasks(graph, source.weights, activation_block);
   if (specs_only) {
     for (const auto& use : partition.tasks) std::printf("%s\n", use.spec.c_str());
     return;
@@ -230,6 +231,7 @@ struct Flags {
   CommonFlags common;
   std::string spec, method = "space", decisions, json_path, transfer_exclude;
   bool up_to = false, specs_only = false;
+  int64_t activation_block = -1;  // kAutoActivationBlock
   std::string methods =
       "evolutionary-1000,random-1000,adams2019,mullapudi2016,li2018,onednn,openblas";
   std::vector<std::string> specs;
@@ -262,6 +264,7 @@ void add_task_commands(CLI::App& app, Flags& f, Commands& c) {
       ->required();
   add_model_options(c.tasks, f.model);
   c.tasks->add_flag("--specs", f.specs_only, "only the task specs, one per line");
+  add_activation_block_option(c.tasks, f.activation_block);
 }
 
 void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
@@ -363,7 +366,7 @@ int run(int argc, char** argv) {
   if (*c.worker) return run_worker_loop();
   if (*c.space) print_space(f.spec);
   if (*c.lang) print_sentence(f.spec, f.decisions, f.search.seed);
-  if (*c.tasks) print_tasks(f.spec, f.model, f.specs_only);
+  if (*c.tasks) print_tasks(f.spec, f.model, f.specs_only, f.activation_block);
   if (*c.tune) {
     f.search.transfer_excluded = read_list_file(f.transfer_exclude);
     f.search.method = search_method_named(f.search_method);

@@ -251,7 +251,7 @@ Strategy strategy_named(const std::string& name) {
 Plan compile_model(const Graph& graph, const Weights& weights, const CompileOptions& o,
                    RecordStore* store, ScheduleModel* model, Measurer* measurer) {
   auto start = std::chrono::steady_clock::now();
-  WeightedGraph folded = prepare_graph(graph, weights);
+  WeightedGraph folded = prepare_graph(graph, weights, o.activation_block);
   Partition p = partition_graph(folded.graph);
   if (!p.unsupported.empty())
     throw Error("compile: " + std::to_string(p.unsupported.size()) +

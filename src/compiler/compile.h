@@ -34,6 +34,9 @@ struct CompileOptions {
   int trials_per_task = 0;  // > 0: measure that many candidates per task first (task_scheduler.h)
   std::string hardware;     // fingerprint, for store lookups and the manifest
   bool progress = true;
+  // Channels per block of activations kept blocked between convolutions (16 or 8; 0:
+  // every activation NCHW; -1: kAutoActivationBlock), graph/activation_layout.h.
+  int64_t activation_block = -1;
 };
 
 // The kernel a plan's task was built with: its schedule from the space, or the named

@@ -211,8 +211,7 @@ bool start_task(const Graph& g, const Node& n, AnchorTask& anchor, Chain& chain,
   }
   chain = {};
   if (anchor.bias_input >= 0 && anchor.bias_input < int(n.inputs.size())) {
-    const TaskDef& def = task_def(parse_task_spec(anchor.spec).kind);
-    chain.steps.push_back({OpKind::Add, 1 << def.channel_dim, false});
+    chain.steps.push_back({OpKind::Add, parse_task_spec(anchor.spec).bias_mask(), false});
     chain.operands.push_back(n.inputs[size_t(anchor.bias_input)]);
   }
   return true;
@@ -265,8 +264,8 @@ Partition partition_graph(const Graph& g) {
   return p;
 }
 
-Partition model_tasks(const Graph& graph, const Weights& weights) {
-  return partition_graph(prepare_graph(graph, weights).graph);
+Partition model_tasks(const Graph& graph, const Weights& weights, int64_t activation_block) {
+  return partition_graph(prepare_graph(graph, weights, activation_block).graph);
 }
 
 }  // namespace tlm

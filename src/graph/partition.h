@@ -47,6 +47,7 @@ struct Partition {
 Partition partition_graph(const Graph& prepared);
 // The tasks of a model as compiling it would make them (`weights` may be empty for a zoo
 // model: their values never change its tasks; an ONNX model's patterns read constants).
-Partition model_tasks(const Graph& graph, const Weights& weights = {});
+Partition model_tasks(const Graph& graph, const Weights& weights = {},
+                      int64_t activation_block = 0);
 
 }  // namespace tlm

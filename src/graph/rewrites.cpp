@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "graph/activation_layout.h"
 #include "graph/patterns.h"
 #include "graph/rebuild.h"
 #include "util/error.h"
@@ -155,14 +156,15 @@ WeightedGraph remove_dead(const Graph& g, const Weights& w) {
   return b.finish();
 }
 
-WeightedGraph prepare_graph(const Graph& g, const Weights& w) {
+WeightedGraph prepare_graph(const Graph& g, const Weights& w, int64_t activation_block) {
   WeightedGraph folded = remove_dead(g, w);
   folded = fold_constants(folded.graph, folded.weights);
   folded = rewrite_norms(folded.graph, folded.weights);
   folded = rewrite_unary_functions(folded.graph, folded.weights);
   folded = fold_batchnorm(folded.graph, folded.weights);
   folded = pad_wide_dense(folded.graph, folded.weights);
-  return split_batchnorm(folded.graph, folded.weights);
+  folded = split_batchnorm(folded.graph, folded.weights);
+  return block_activations(folded.graph, folded.weights, activation_block);
 }
 
 }  // namespace tlm

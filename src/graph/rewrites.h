@@ -30,8 +30,10 @@ WeightedGraph split_batchnorm(const Graph& graph, const Weights& weights);
 WeightedGraph pad_wide_dense(const Graph& graph, const Weights& weights);
 WeightedGraph remove_dead(const Graph& graph, const Weights& weights);
 
-// The rewrites every compile applies before partitioning, in order. With no weights
-// (listing a zoo model's tasks) only the structure is rewritten.
-WeightedGraph prepare_graph(const Graph& graph, const Weights& weights);
+// The rewrites every compile applies before partitioning, in order, ending with the
+// activation layout (activation_layout.h; `activation_block` 0 keeps every activation
+// NCHW). With no weights (listing a zoo model's tasks) only the structure is rewritten.
+WeightedGraph prepare_graph(const Graph& graph, const Weights& weights,
+                            int64_t activation_block = 0);
 
 }  // namespace tlm

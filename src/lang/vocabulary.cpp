@@ -66,6 +66,8 @@ const char* const kWords[] = {
     "op:transpose",
     // where of activations, expand and tile of activations (broadcast reads)
     "+keep_where", "+rkeep_where", "+keep_unless", "+rkeep_unless", "x0", "x1", "x2", "x3",
+    // channel-blocked activations of convolutions
+    "in_block", "out_block", "block",
 };
 // clang-format on
 

@@ -97,11 +97,10 @@ void PipelineBuilder::add_stage(StageKind kind, Func func, const std::vector<Var
 // read with the output's vars of those dims.
 Expr PipelineBuilder::apply_epilogue(Expr value, const std::vector<Var>& vars,
                                      const std::vector<int64_t>& row_major_shape) {
-  const TaskDef& def = task_def(task_.kind);
   int rank = static_cast<int>(row_major_shape.size()), residuals = 0, operands = 0, biases = 0;
-  if (rank != def.output_rank)
-    throw Error("ops: " + task_.op() + " writes rank " + std::to_string(rank) +
-                ", its definition says " + std::to_string(def.output_rank));
+  if (rank != task_.output_rank())
+    throw Error("ops: " + task_.op() + " writes rank " + std::to_string(rank) + ", its spec says " +
+                std::to_string(task_.output_rank()));
   for (const EpilogueStep& step : task_.epilogue) {
     const OpDef& op = op_def(step.op);
     if (step.mask < 0) {
@@ -114,7 +113,7 @@ Expr PipelineBuilder::apply_epilogue(Expr value, const std::vector<Var>& vars,
       if (step.mask & (1 << d)) shape.push_back(row_major_shape[d]);
     for (int d = rank; d-- > 0;)
       if (step.mask & (1 << d)) args.push_back(vars[rank - 1 - d]);
-    bool bias = step.op == OpKind::Add && def.channel_dim >= 0 && step.mask == 1 << def.channel_dim;
+    bool bias = step.op == OpKind::Add && step.mask == task_.bias_mask();
     bool full = step.mask == (1 << rank) - 1;
     std::string name = bias   ? (biases++ ? "bias" + std::to_string(biases - 1) : "bias")
                        : full ? "residual" + std::to_string(residuals++)
@@ -156,21 +155,27 @@ Window read_window(const TaskSpec& t) {
   return win;
 }
 
-Func padded_input(PipelineBuilder& b, ImageParam X, const Window& win, Expr fill) {
+Func padded_input(PipelineBuilder& b, ImageParam X, const Window& win, Expr fill, int64_t block,
+                  const std::vector<int>& output_dim) {
   Func src("src");
-  Var x("px"), y("py"), c("pc"), n("pn");
+  // Halide order: (x, y, c, n), or (channel in block, x, y, channel block, n) when blocked.
+  std::vector<Var> v =
+      block > 1 ? make_vars({"pci", "px", "py", "pcb", "pn"}) : make_vars({"px", "py", "pc", "pn"});
+  int xd = block > 1 ? 1 : 0, yd = xd + 1;
+  std::vector<Expr> at(v.begin(), v.end());
   if (win.pad == 0 && win.pad_w == 0) {
-    src(x, y, c, n) = X(x, y, c, n);
+    src(v) = X(at);
     return src;
   }
   Expr ph = static_cast<int>(win.pad), pw = static_cast<int>(win.pad_w);
-  Expr inside = x >= pw && x < X.dim(0).extent() + pw && y >= ph && y < X.dim(1).extent() + ph;
-  Expr xc = Halide::clamp(x - pw, 0, X.dim(0).extent() - 1);
-  Expr yc = Halide::clamp(y - ph, 0, X.dim(1).extent() - 1);
-  src(x, y, c, n) = Halide::select(inside, X(xc, yc, c, n), fill);
-  b.add_stage(StageKind::Producer, src, {x, y, c, n},
-              {win.w + 2 * win.pad_w, win.h + 2 * win.pad, win.c, win.n}, {0, 1, -1, 3},
-              Halide::RDom(), {}, true);
+  Expr x = v[size_t(xd)], y = v[size_t(yd)];
+  Expr inside = x >= pw && x < X.dim(xd).extent() + pw && y >= ph && y < X.dim(yd).extent() + ph;
+  at[size_t(xd)] = Halide::clamp(x - pw, 0, X.dim(xd).extent() - 1);
+  at[size_t(yd)] = Halide::clamp(y - ph, 0, X.dim(yd).extent() - 1);
+  src(v) = Halide::select(inside, X(at), fill);
+  std::vector<int64_t> extents = {win.w + 2 * win.pad_w, win.h + 2 * win.pad, win.c, win.n};
+  if (block > 1) extents = {block, extents[0], extents[1], win.c / block, win.n};
+  b.add_stage(StageKind::Producer, src, v, extents, output_dim, Halide::RDom(), {}, true);
   return src;
 }
 

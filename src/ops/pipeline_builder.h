@@ -67,8 +67,11 @@ struct Window {
   int64_t n, c, h, w, r, s, stride, pad, pad_w, dilation, oh, ow;
 };
 Window read_window(const TaskSpec& t);
-// The input seen through its padding: a Producer stage when pad > 0, the input otherwise.
+// The input seen through its padding: a Producer stage when pad > 0 (its dims follow the
+// output's dims `output_dim`, -1: none), the input otherwise. `block` > 1: X is
+// channel-blocked [N, C/block, H, W, block], and so is the padded view.
 Halide::Func padded_input(PipelineBuilder& b, Halide::ImageParam X, const Window& win,
-                          Halide::Expr fill);
+                          Halide::Expr fill, int64_t block = 1,
+                          const std::vector<int>& output_dim = {0, 1, -1, 3});
 
 }  // namespace tlm

@@ -119,6 +119,9 @@ struct TaskDef {
   // Small tasks, one per variant, that tests sweep (every schedule space compiles and
   // computes the reference).
   std::vector<std::string> examples;
+  // The parameter that, above 1, makes the output channel-blocked: [N, C/b, H, W, b]
+  // instead of [N, C, H, W], one rank more, "+bias" along C/b and b (null: never).
+  const char* block_param = nullptr;
 };
 
 const OpDef& op_def(OpKind kind);

@@ -77,11 +77,12 @@ void parse_params(const TaskDef& def, const std::string& text, TaskSpec& spec) {
   }
 }
 
-int full_mask(const TaskDef& def) {
-  return (1 << def.output_rank) - 1;
+int full_mask(const TaskSpec& spec) {
+  return (1 << spec.output_rank()) - 1;
 }
 
-EpilogueStep parse_epilogue_word(const TaskDef& def, const std::string& text) {
+EpilogueStep parse_epilogue_word(const TaskSpec& spec, const std::string& text) {
+  const TaskDef& def = task_def(spec.kind);
   auto bad = [&](const std::string& why) -> EpilogueStep {
     if (why.empty())
       throw Error("task spec: unknown epilogue '" + text +
@@ -90,7 +91,7 @@ EpilogueStep parse_epilogue_word(const TaskDef& def, const std::string& text) {
   };
   if (text == "bias") {
     if (def.channel_dim < 0) bad(task_name(def.kind) + " has no channel dim for a bias");
-    return {OpKind::Add, 1 << def.channel_dim, false};
+    return {OpKind::Add, spec.bias_mask(), false};
   }
   size_t at = text.find('@');
   std::string name = text.substr(0, at);
@@ -108,22 +109,22 @@ EpilogueStep parse_epilogue_word(const TaskDef& def, const std::string& text) {
     return step;
   }
   if (d.arity != 2) bad("not an epilogue operator");
-  step.mask = full_mask(def);
+  step.mask = full_mask(spec);
   if (at != std::string::npos) {
     int64_t mask = parse_int(text.substr(at + 1), "epilogue mask");
-    if (mask < 0 || mask > full_mask(def))
+    if (mask < 0 || mask > full_mask(spec))
       bad("mask " + std::to_string(mask) + " is outside the output's " +
-          std::to_string(def.output_rank) + " dims");
+          std::to_string(spec.output_rank()) + " dims");
     step.mask = int(mask);
   }
   return step;
 }
 
-std::string epilogue_text(const TaskDef& def, const EpilogueStep& step) {
-  if (step.op == OpKind::Add && def.channel_dim >= 0 && step.mask == (1 << def.channel_dim))
+std::string epilogue_text(const TaskSpec& spec, const EpilogueStep& step) {
+  if (step.op == OpKind::Add && spec.bias_mask() > 0 && step.mask == spec.bias_mask())
     return "bias";
   std::string text = (step.reversed ? "r" : "") + op_name(step.op);
-  if (step.mask >= 0 && step.mask != full_mask(def)) text += "@" + std::to_string(step.mask);
+  if (step.mask >= 0 && step.mask != full_mask(spec)) text += "@" + std::to_string(step.mask);
   return text;
 }
 
@@ -155,8 +156,23 @@ bool TaskSpec::has_epilogue(OpKind kind_of_step) const {
 
 std::vector<std::string> TaskSpec::epilogue_words() const {
   std::vector<std::string> words;
-  for (const auto& e : epilogue) words.push_back(epilogue_text(task_def(kind), e));
+  for (const auto& e : epilogue) words.push_back(epilogue_text(*this, e));
   return words;
+}
+
+int64_t TaskSpec::output_block() const {
+  const char* key = task_def(kind).block_param;
+  return key ? get(key) : 1;
+}
+
+int TaskSpec::output_rank() const {
+  return task_def(kind).output_rank + (output_block() > 1 ? 1 : 0);
+}
+
+int TaskSpec::bias_mask() const {
+  int channel = task_def(kind).channel_dim;
+  if (channel < 0) return 0;
+  return output_block() > 1 ? (1 << channel) | (1 << (output_rank() - 1)) : 1 << channel;
 }
 
 std::vector<std::string> TaskSpec::shown_keys() const {
@@ -189,7 +205,7 @@ TaskSpec parse_task_spec(const std::string& text) {
   const TaskDef& def = task_def(spec.kind);
   parse_params(def, colon == std::string::npos ? "" : pieces[0].substr(colon + 1), spec);
   for (size_t i = 1; i < pieces.size(); ++i)
-    spec.epilogue.push_back(parse_epilogue_word(def, pieces[i]));
+    spec.epilogue.push_back(parse_epilogue_word(spec, pieces[i]));
   if (def.validate) def.validate(spec);
   return spec;
 }

@@ -43,6 +43,14 @@ struct TaskSpec {
   bool has_epilogue(OpKind op) const;
   // The epilogue words in order ("bias", "relu", "mul@3", ...), as the key writes them.
   std::vector<std::string> epilogue_words() const;
+  // Channels per block of the output when the task writes it channel-blocked (its kind's
+  // block parameter, registry.h), else 1.
+  int64_t output_block() const;
+  // The output's rank as the kernel writes it: one more than the kind's when blocked.
+  int output_rank() const;
+  // The mask "+bias" stands for: the channel dim, and the in-block dim when blocked (0:
+  // the kind has no channel dim).
+  int bias_mask() const;
   // The schema keys of this task that its key and prompt show.
   std::vector<std::string> shown_keys() const;
   std::string key() const;

@@ -53,4 +53,43 @@ int64_t normalize_axis(int64_t axis, size_t rank) {
   return axis < 0 ? axis + r : axis;
 }
 
+Shape channel_blocked_shape(const Shape& nchw, int64_t block) {
+  if (nchw.size() != 4 || block <= 1) return nchw;
+  return {nchw[0], nchw[1] / block, nchw[2], nchw[3], block};
+}
+
+Shape channel_plain_shape(const Shape& blocked) {
+  if (blocked.size() != 5) return blocked;
+  return {blocked[0], blocked[1] * blocked[4], blocked[2], blocked[3]};
+}
+
+namespace {
+
+// Calls f(plain_index, blocked_index) for every element of an [N, C, H, W] tensor.
+template <class F>
+void for_each_channel_block(const Shape& nchw, int64_t block, F f) {
+  int64_t pixels = nchw[2] * nchw[3], plain = 0;
+  for (int64_t n = 0; n < nchw[0]; ++n)
+    for (int64_t c = 0; c < nchw[1]; ++c)
+      for (int64_t p = 0; p < pixels; ++p, ++plain)
+        f(plain, ((n * (nchw[1] / block) + c / block) * pixels + p) * block + c % block);
+}
+
+}  // namespace
+
+TensorValue to_channel_blocks(const TensorValue& nchw, int64_t block) {
+  TensorValue out{nchw.dtype, channel_blocked_shape(nchw.shape, block), nchw.data};
+  for_each_channel_block(nchw.shape, block, [&](int64_t plain, int64_t blocked) {
+    out.data[blocked] = nchw.data[plain];
+  });
+  return out;
+}
+
+TensorValue from_channel_blocks(const TensorValue& blocked) {
+  TensorValue out{blocked.dtype, channel_plain_shape(blocked.shape), blocked.data};
+  for_each_channel_block(out.shape, blocked.shape[4],
+                         [&](int64_t plain, int64_t b) { out.data[plain] = blocked.data[b]; });
+  return out;
+}
+
 }  // namespace tlm

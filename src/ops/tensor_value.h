@@ -49,6 +49,14 @@ void for_each_broadcast(const Shape& a, const Shape& b, const Shape& out, F f) {
   }
 }
 
+// Channel blocks: an [N, C, H, W] tensor held as [N, C/b, H, W, b] (b channels innermost,
+// contiguous), the activation layout convolution chains keep (NCHWc). The shape
+// functions leave other ranks alone; the value functions convert element order.
+Shape channel_blocked_shape(const Shape& nchw, int64_t block);
+Shape channel_plain_shape(const Shape& blocked);
+TensorValue to_channel_blocks(const TensorValue& nchw, int64_t block);
+TensorValue from_channel_blocks(const TensorValue& blocked);
+
 // A negative axis counts from the end; throws tlm::Error out of [-rank, rank).
 int64_t normalize_axis(int64_t axis, size_t rank);
 

@@ -7,8 +7,16 @@
 #include <random>
 #include <set>
 
+#include "ops/registry.h"
+
 namespace tlm {
 namespace {
+
+// Parameters that say how activations are laid out, not what is computed: tasks that
+// differ only in them are near (their schedules carry over, see carry_into_blocks).
+bool is_layout_param(const std::string& name) {
+  return name == "in_block" || name == "out_block" || name == "block";
+}
 
 // How far apart two tasks of one op are: log2 ratios of their integer parameters, plus
 // one for each epilogue step they do not share.
@@ -17,6 +25,10 @@ double shape_distance(const TaskSpec& a, const TaskSpec& b) {
   for (const auto& [name, value] : a.params) {
     auto other = b.params.find(name);
     if (other == b.params.end() || other->second == value) continue;
+    if (is_layout_param(name)) {
+      distance += 0.5;
+      continue;
+    }
     char* end_a = nullptr;
     char* end_b = nullptr;
     double x = std::strtod(value.c_str(), &end_a), y = std::strtod(other->second.c_str(), &end_b);
@@ -32,12 +44,65 @@ double shape_distance(const TaskSpec& a, const TaskSpec& b) {
   return distance;
 }
 
-// `decisions` of `from` carried into `to` by point name; points `from` lacks are -1.
-std::vector<int64_t> by_point_name(const ScheduleSpace& from, const std::vector<int64_t>& decisions,
+using NamedDecisions = std::map<std::string, int64_t>;
+
+// The reduction loops of stage `name` in a space (0 when it has no such stage).
+size_t reduction_loops(const ScheduleSpace& space, const std::string& name) {
+  for (const auto& stage : space.shape().stages)
+    if (stage.name == name) return stage.rextents.size();
+  return 0;
+}
+
+// A schedule of a task writing NCHW, renamed for the same task writing channel blocks of
+// b: the output loops (x, y, c, n) become (c in block, x, y, c block, n), so each output
+// decision of dim d moves to dim d + 1 (the channel tiles divided by b), the new in-block
+// loop is tiled whole and vectorized where the channel loop was; a reduction over input
+// channels read in blocks, (s, r, c) -> (c in block, s, r, c block), splits its channels
+// over the blocks. Repair makes whatever does not fit legal.
+void carry_into_blocks(NamedDecisions& named, const TaskSpec& from, const TaskSpec& to,
+                       const ScheduleSpace& from_space, const ScheduleSpace& to_space) {
+  int64_t block = to.output_block();
+  int rank = task_def(from.kind).output_rank, channel = rank - 1 - task_def(from.kind).channel_dim;
+  if (from.output_block() == 1 && block > 1 && to.output_rank() == rank + 1) {
+    NamedDecisions moved = named;
+    for (int d = 0; d < rank; ++d)
+      for (std::string level : {"out.tile1.d", "out.tile2.d"}) {
+        auto found = named.find(level + std::to_string(d));
+        if (found == named.end()) continue;
+        int64_t tile = d == channel ? std::max<int64_t>(1, found->second / block) : found->second;
+        moved[level + std::to_string(d + 1)] = tile;
+      }
+    moved["out.tile1.d0"] = moved["out.tile2.d0"] = block;
+    if (named.count("out.vector_dim"))
+      moved["out.vector_dim"] =
+          named["out.vector_dim"] == channel ? 0 : named["out.vector_dim"] + 1;
+    named = moved;
+  }
+  size_t loops = reduction_loops(from_space, "acc");
+  if (loops == 0 || reduction_loops(to_space, "acc") != loops + 1 || !to.params.count("in_block"))
+    return;
+  int64_t in_block = to.get("in_block");
+  NamedDecisions moved = named;
+  for (size_t r = 0; r < loops; ++r) {
+    auto found = named.find("acc.rsplit.r" + std::to_string(r));
+    if (found == named.end()) continue;
+    bool channels = r + 1 == loops;
+    moved["acc.rsplit.r" + std::to_string(r + 1)] =
+        channels ? std::max<int64_t>(1, found->second / in_block) : found->second;
+  }
+  moved["acc.rsplit.r0"] = in_block;
+  named = moved;
+}
+
+// `decisions` of `from` carried into `to` by point name (through carry_into_blocks when
+// `to` is `from` in channel blocks); points `from` lacks are -1.
+std::vector<int64_t> by_point_name(const TaskSpec& from_task, const ScheduleSpace& from,
+                                   const std::vector<int64_t>& decisions, const TaskSpec& to_task,
                                    const ScheduleSpace& to) {
-  std::map<std::string, int64_t> named;
+  NamedDecisions named;
   for (size_t i = 0; i < from.num_points() && i < decisions.size(); ++i)
     named[from.point(i).name] = decisions[i];
+  carry_into_blocks(named, from_task, to_task, from, to);
   std::vector<int64_t> carried(to.num_points(), -1);
   for (size_t i = 0; i < to.num_points(); ++i) {
     auto found = named.find(to.point(i).name);
@@ -86,7 +151,7 @@ std::vector<std::vector<int64_t>> transfer_seeds(const RecordStore& store, const
     auto best = store.best(other.key(), hardware, 1);
     if (best.empty()) continue;
     ScheduleSpace from(describe_task(other));
-    auto carried = space.repair(by_point_name(from, best[0].decisions, space), 0, rng);
+    auto carried = space.repair(by_point_name(other, from, best[0].decisions, task, space), 0, rng);
     if (seen.insert(carried).second) seeds.push_back(carried);
     if (seeds.size() == 1) add_layout_variants(space, rng, seen, seeds);
   }

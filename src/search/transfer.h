@@ -2,7 +2,9 @@
 // into this task's space, as the first candidates of a search (TVM's auto_scheduler and
 // MetaSchedule seed their searches from tuning logs of similar workloads the same way).
 // Decisions are matched by point name, so a task whose stages differ (another epilogue)
-// still takes every decision the two spaces share; the rest is repaired to legality.
+// still takes every decision the two spaces share; the rest is repaired to legality. A
+// task that reads or writes activations in channel blocks is near the same task in NCHW,
+// whose schedules are renamed for the blocked loops (the channel loop split in two).
 #pragma once
 #include <cstdint>
 #include <string>

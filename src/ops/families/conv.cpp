@@ -1,8 +1,11 @@
 // The convolution family.
 //   graph op: conv2d(x [N,C,H,W], w [K,C/groups,R,S][, b [K]]), attributes stride, pad
 //             (rows), pad_w (columns, default pad), dilation, groups
-//   tasks:    conv2d (with groups), dwconv2d (depthwise: groups = channels); NCHW
-//             activations, OIHW weights, which the space may pack in channel blocks
+//             in_block, out_block: x and the output channel-blocked [N, C/b, H, W, b]
+//             (NCHWc) when above 1 (groups 1 or depthwise), as convolution chains keep them
+//   tasks:    conv2d (with groups), dwconv2d (depthwise: groups = channels); NCHW or
+//             channel-blocked activations (in_block, out_block), OIHW weights, which the
+//             space may pack in channel blocks
 //   ONNX:     Conv (2-D; symmetric pads per axis; auto_pad VALID or SAME when symmetric)
 #include "ops/family.h"
 #include "ops/pipeline_builder.h"
@@ -17,21 +20,36 @@ using Halide::ImageParam;
 using Halide::RDom;
 
 struct ConvAttrs {
-  int64_t stride, pad, pad_w, dilation, groups;
+  int64_t stride, pad, pad_w, dilation, groups, in_block, out_block;
 };
 
 ConvAttrs conv_attrs(const OpCall& c) {
-  ConvAttrs a{c.attr("stride", 1), c.attr("pad", 0), 0, c.attr("dilation", 1), c.attr("groups", 1)};
+  ConvAttrs a{c.attr("stride", 1),   c.attr("pad", 0),    0,
+              c.attr("dilation", 1), c.attr("groups", 1), c.attr("in_block", 1),
+              c.attr("out_block", 1)};
   a.pad_w = c.attr("pad_w", a.pad);
   if (a.stride < 1 || a.dilation < 1 || a.groups < 1)
     c.fail("stride, dilation and groups must be >= 1");
   if (a.pad < 0 || a.pad_w < 0) c.fail("padding must be >= 0");
+  if (a.in_block < 1 || a.out_block < 1) c.fail("channel blocks must be >= 1");
   return a;
 }
 
-Shape infer_conv(const OpCall& c) {
-  const Shape &x = c.inputs[0], &w = c.inputs[1];
+// The input as the [N, C, H, W] it holds.
+Shape plain_input(const OpCall& c, const ConvAttrs& a) {
+  const Shape& x = c.inputs[0];
+  if (a.in_block == 1) return x;
+  if (x.size() != 5 || x[4] != a.in_block)
+    c.fail("in_block " + std::to_string(a.in_block) + " wants x [N,C/b,H,W,b], not " +
+           shape_text(x));
+  return channel_plain_shape(x);
+}
+
+// The output as [N, K, OH, OW], whatever layout it is written in.
+Shape infer_plain_output(const OpCall& c) {
   ConvAttrs a = conv_attrs(c);
+  Shape x = plain_input(c, a);
+  const Shape& w = c.inputs[1];
   if (x.size() != 4 || w.size() != 4) c.fail("wants x [N,C,H,W] and w [K,C/g,R,S]");
   if (x[1] % a.groups || w[0] % a.groups || w[1] * a.groups != x[1])
     c.fail("input channels " + std::to_string(x[1]) + " do not match weight " + shape_text(w) +
@@ -42,16 +60,27 @@ Shape infer_conv(const OpCall& c) {
   if (x[2] + 2 * a.pad < a.dilation * (w[2] - 1) + 1 ||
       x[3] + 2 * a.pad_w < a.dilation * (w[3] - 1) + 1)
     c.fail("window larger than the padded input");
+  bool depthwise = a.groups == x[1] && w[0] == x[1];
+  if ((a.in_block > 1 || a.out_block > 1) && a.groups != 1 && !depthwise)
+    c.fail("channel blocks need groups 1 or a depthwise convolution");
+  if (x[1] % a.in_block || w[0] % a.out_block)
+    c.fail("channel blocks " + std::to_string(a.in_block) + "/" + std::to_string(a.out_block) +
+           " do not divide the channels " + std::to_string(x[1]) + "/" + std::to_string(w[0]));
   return {x[0], w[0], oh, ow};
 }
 
+Shape infer_conv(const OpCall& c) {
+  return channel_blocked_shape(infer_plain_output(c), conv_attrs(c).out_block);
+}
+
 TensorValue reference_conv(const OpCall& c, const std::vector<const TensorValue*>& in) {
-  const Shape &xs = c.inputs[0], &ws = c.inputs[1];
   ConvAttrs a = conv_attrs(c);
-  TensorValue out = TensorValue::filled(DType::F32, infer_conv(c), 0.0);
+  const Shape xs = plain_input(c, a), &ws = c.inputs[1];
+  TensorValue out = TensorValue::filled(DType::F32, infer_plain_output(c), 0.0);
   const Shape& os = out.shape;
   int64_t cg = ws[1], kg = ws[0] / a.groups;
-  const auto &x = in[0]->data, &w = in[1]->data;
+  const auto x = a.in_block > 1 ? from_channel_blocks(*in[0]).data : in[0]->data;
+  const auto& w = in[1]->data;
   for (int64_t i = 0; i < os[0]; ++i)
     for (int64_t k = 0; k < os[1]; ++k)
       for (int64_t y = 0; y < os[2]; ++y)
@@ -69,17 +98,18 @@ TensorValue reference_conv(const OpCall& c, const std::vector<const TensorValue*
               }
           out.data[((i * os[1] + k) * os[2] + y) * os[3] + z] = acc;
         }
-  return out;
+  return a.out_block > 1 ? to_channel_blocks(out, a.out_block) : out;
 }
 
 AnchorTask conv_task(const OpCall& c) {
-  const Shape &x = c.inputs[0], &w = c.inputs[1];
   ConvAttrs a = conv_attrs(c);
+  const Shape x = plain_input(c, a), &w = c.inputs[1];
   std::string pads =
       param_text("pad", a.pad) + (a.pad_w != a.pad ? "," + param_text("pad_w", a.pad_w) : "");
-  std::string window = param_text("r", w[2]) + "," + param_text("s", w[3]) + "," +
-                       param_text("stride", a.stride) + "," + pads + "," +
-                       param_text("dilation", a.dilation);
+  std::string window =
+      param_text("r", w[2]) + "," + param_text("s", w[3]) + "," + param_text("stride", a.stride) +
+      "," + pads + "," + param_text("dilation", a.dilation) + "," +
+      param_text("in_block", a.in_block) + "," + param_text("out_block", a.out_block);
   std::string image = param_text("n", x[0]) + "," + param_text("c", x[1]) + "," +
                       param_text("h", x[2]) + "," + param_text("w", x[3]);
   Shape out = infer_conv(c);
@@ -93,28 +123,71 @@ AnchorTask conv_task(const OpCall& c) {
 
 // ---- tasks ----
 
+// The output's loop vars (innermost first) and its row-major shape: (x, y, k, n), or
+// (k in block, x, y, k block, n) when the output is channel-blocked.
+struct ConvOutput {
+  std::vector<Halide::Var> vars;
+  Halide::Var x, y, n;
+  Expr k;  // the output channel
+  std::vector<int64_t> shape;
+};
+
+ConvOutput conv_output(const Window& win, int64_t k, int64_t block) {
+  if (block <= 1) {
+    auto v = make_vars({"x", "y", "k", "n"});
+    return {v, v[0], v[1], v[3], v[2], {win.n, k, win.oh, win.ow}};
+  }
+  auto v = make_vars({"ki", "x", "y", "ko", "n"});
+  return {v,
+          v[1],
+          v[2],
+          v[4],
+          v[3] * static_cast<int>(block) + v[0],
+          {win.n, k / block, win.oh, win.ow, block}};
+}
+
+// The padded input's dims (Halide order) that follow output dims: x, y and n always; a
+// depthwise convolution's channels too when input and output are blocked alike.
+std::vector<int> source_dims(int64_t in_block, int64_t out_block, bool depthwise) {
+  bool out_blocked = out_block > 1;
+  int x = out_blocked ? 1 : 0, n = out_blocked ? 4 : 3;
+  if (in_block <= 1) return {x, x + 1, -1, n};
+  bool same = depthwise && in_block == out_block;
+  return {same ? 0 : -1, x, x + 1, same ? 3 : -1, n};
+}
+
 void build_conv_kind(PipelineBuilder& b, bool depthwise) {
   const TaskSpec& t = b.task();
   Window win = read_window(t);
   int64_t k = depthwise ? win.c : t.get("k"), groups = depthwise ? win.c : t.get("groups");
   int64_t cg = win.c / groups, kg = k / groups;
-  ImageParam X = b.input("X", {win.n, win.c, win.h, win.w});
+  int64_t bi = t.get("in_block"), bo = t.get("out_block");
+  ImageParam X = b.input("X", channel_blocked_shape({win.n, win.c, win.h, win.w}, bi));
   Func W = groups == 1 || depthwise ? b.packable_weight("W", {k, cg, win.r, win.s})
                                     : Func(b.input("W", {k, cg, win.r, win.s}));
-  Func src = padded_input(b, X, win, 0.0f);
-  auto vars = make_vars({"x", "y", "k", "n"});
-  RDom r(0, static_cast<int>(win.s), 0, static_cast<int>(win.r), 0, static_cast<int>(cg), "rc");
-  Expr cin =
-      groups == 1 ? Expr(r.z) : (vars[2] / static_cast<int>(kg)) * static_cast<int>(cg) + r.z;
+  Func src = padded_input(b, X, win, 0.0f, bi, source_dims(bi, bo, depthwise));
+  ConvOutput o = conv_output(win, k, bo);
   Expr st = static_cast<int>(win.stride), dl = static_cast<int>(win.dilation);
   Func acc("acc");
-  acc(vars) = 0.0f;
-  acc(vars) += src(vars[0] * st + r.x * dl, vars[1] * st + r.y * dl, cin, vars[3]) *
-               W(r.x, r.y, r.z, vars[2]);
-  std::vector<int64_t> out_shape = {win.n, k, win.oh, win.ow};
-  b.add_stage(StageKind::Anchor, acc, vars, reversed(out_shape), identity_dims(4), r,
-              {win.s, win.r, cg});
-  b.add_output(acc(vars), vars, out_shape);
+  acc(o.vars) = 0.0f;
+  if (bi > 1 && !depthwise) {  // reduction (channel in block, s, r, channel block)
+    RDom r(0, int(bi), 0, int(win.s), 0, int(win.r), 0, int(win.c / bi), "rc");
+    acc(o.vars) += src(r.x, o.x * st + r.y * dl, o.y * st + r.z * dl, r.w, o.n) *
+                   W(r.y, r.z, r.w * static_cast<int>(bi) + r.x, o.k);
+    b.add_stage(StageKind::Anchor, acc, o.vars, reversed(o.shape), identity_dims(o.vars.size()), r,
+                {bi, win.s, win.r, win.c / bi});
+  } else {  // reduction (s, r, channel in group)
+    RDom r(0, int(win.s), 0, int(win.r), 0, int(cg), "rc");
+    Expr cin = groups == 1 ? Expr(r.z) : (o.k / static_cast<int>(kg)) * static_cast<int>(cg) + r.z;
+    Expr xx = o.x * st + r.x * dl, yy = o.y * st + r.y * dl;
+    Expr in = bi <= 1    ? src(xx, yy, cin, o.n)
+              : bi == bo ? src(o.vars[0], xx, yy, o.vars[3], o.n)
+                         : src(cin % static_cast<int>(bi), xx, yy, cin / static_cast<int>(bi), o.n);
+    acc(o.vars) += in * W(r.x, r.y, r.z, o.k);
+    b.add_stage(StageKind::Anchor, acc, o.vars, reversed(o.shape), identity_dims(o.vars.size()), r,
+                {win.s, win.r, cg});
+  }
+  b.add_output(acc(o.vars), o.vars, o.shape);
   int64_t window = cg * win.r * win.s;
   b.finish(2.0 * win.n * k * win.oh * win.ow * window, window);
 }
@@ -126,10 +199,27 @@ void build_dwconv(PipelineBuilder& b) {
   build_conv_kind(b, true);
 }
 
+// Blocks divide the channels they block; a depthwise convolution's in_block is 1 or its
+// out_block (its input channel is its output channel).
+void validate_blocks(const TaskSpec& spec, int64_t c, int64_t k) {
+  int64_t in = spec.get("in_block"), out = spec.get("out_block");
+  if (c % in || k % out)
+    throw Error("task spec: " + spec.op() + " in_block=" + std::to_string(in) +
+                " and out_block=" + std::to_string(out) + " must divide the channels " +
+                std::to_string(c) + " and " + std::to_string(k));
+}
+
 void validate_conv(const TaskSpec& spec) {
   int64_t groups = spec.get("groups");
   if (spec.get("c") % groups || spec.get("k") % groups)
     throw Error("task spec: conv2d groups=" + std::to_string(groups) + " must divide c and k");
+  validate_blocks(spec, spec.get("c"), spec.get("k"));
+  if (groups != 1 && spec.get("in_block") * spec.get("out_block") > 1)
+    throw Error("task spec: conv2d channel blocks need groups=1");
+}
+
+void validate_dwconv(const TaskSpec& spec) {
+  validate_blocks(spec, spec.get("c"), spec.get("c"));
 }
 
 std::string conv_spec(int64_t c, int64_t h, int64_t k, int64_t r, int64_t stride) {
@@ -245,13 +335,17 @@ void register_conv_family(OpRegistry& r) {
       {"r", ""},         {"s", ""},
       {"stride", "1"},   {"pad", "0", {}, ParamSchema::Kind::Int, false, true},
       {"dilation", "1"}, {"pad_w", "", {}, ParamSchema::Kind::Int, true, true, "pad"}};
+  std::vector<ParamSchema> blocks = {{"in_block", "1", {}, ParamSchema::Kind::Int, true},
+                                     {"out_block", "1", {}, ParamSchema::Kind::Int, true}};
   std::vector<ParamSchema> conv_params = image;
   conv_params.push_back({"k", ""});
   conv_params.insert(conv_params.end(), window.begin(), window.end() - 1);
   conv_params.push_back({"groups", "1"});
   conv_params.push_back(window.back());
+  conv_params.insert(conv_params.end(), blocks.begin(), blocks.end());
   std::vector<ParamSchema> dw_params = image;
   dw_params.insert(dw_params.end(), window.begin(), window.end());
+  dw_params.insert(dw_params.end(), blocks.begin(), blocks.end());
   r.tasks.push_back({TaskKind::Conv2d,
                      conv_params,
                      4,
@@ -261,15 +355,23 @@ void register_conv_family(OpRegistry& r) {
                      conv_corpus,
                      {"conv2d:n=1,c=6,h=10,w=9,k=8,r=3,s=3,stride=1,pad=1+bias+relu",
                       "conv2d:n=2,c=4,h=9,w=9,k=6,r=3,s=3,stride=2,pad=1,dilation=2,groups=2+add",
-                      "conv2d:n=1,c=4,h=9,w=11,k=8,r=1,s=5,pad=0,pad_w=2+bias"}});
+                      "conv2d:n=1,c=4,h=9,w=11,k=8,r=1,s=5,pad=0,pad_w=2+bias",
+                      "conv2d:n=1,c=16,h=6,w=7,k=8,r=3,s=3,pad=1,in_block=8,out_block=4+bias+relu",
+                      "conv2d:n=2,c=3,h=9,w=9,k=16,r=3,s=3,stride=2,pad=1,out_block=8+bias+add",
+                      "conv2d:n=1,c=16,h=5,w=5,k=6,r=1,s=1,in_block=16+bias"},
+                     "out_block"});
   r.tasks.push_back({TaskKind::Dwconv2d,
                      dw_params,
                      4,
                      1,
-                     nullptr,
+                     validate_dwconv,
                      build_dwconv,
                      dwconv_corpus,
-                     {"dwconv2d:n=1,c=8,h=10,w=10,r=3,s=3,stride=2,pad=1+bias+relu6"}});
+                     {"dwconv2d:n=1,c=8,h=10,w=10,r=3,s=3,stride=2,pad=1+bias+relu6",
+                      "dwconv2d:n=1,c=16,h=9,w=8,r=3,s=3,pad=1,in_block=8,out_block=8+bias+relu6",
+                      "dwconv2d:n=1,c=16,h=7,w=7,r=5,s=5,stride=2,pad=2,out_block=16+bias",
+                      "dwconv2d:n=1,c=8,h=6,w=6,r=3,s=3,pad=1,in_block=4,out_block=8+add"},
+                     "out_block"});
 
   r.onnx.push_back({"Conv", onnx_conv});
 }

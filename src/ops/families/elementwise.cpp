@@ -273,27 +273,40 @@ TensorValue reference_batchnorm(const OpCall& c, const std::vector<const TensorV
   return out;
 }
 
-Shape infer_channel_scale(const OpCall& c) {
+// x as the [N, C, H, W] it holds: attribute block > 1 holds x and the output
+// channel-blocked [N, C/b, H, W, b].
+Shape channel_scale_input(const OpCall& c) {
   const Shape &x = c.inputs[0], &s = c.inputs[1];
-  if (x.size() != 4 || s != Shape{x[0], x[1]}) c.fail("scale is not [N,C]");
-  return x;
+  int64_t block = c.attr("block", 1);
+  if (block > 1 && (x.size() != 5 || x[4] != block))
+    c.fail("block " + std::to_string(block) + " wants x [N,C/b,H,W,b], not " + shape_text(x));
+  Shape plain = channel_plain_shape(x);
+  if (plain.size() != 4 || s != Shape{plain[0], plain[1]}) c.fail("scale is not [N,C]");
+  return plain;
+}
+
+Shape infer_channel_scale(const OpCall& c) {
+  channel_scale_input(c);
+  return c.inputs[0];
 }
 
 TensorValue reference_channel_scale(const OpCall& c, const std::vector<const TensorValue*>& in) {
-  TensorValue out = *in[0];
-  const Shape& x = c.inputs[0];
+  Shape x = channel_scale_input(c);
+  int64_t block = c.attr("block", 1);
+  TensorValue out = block > 1 ? from_channel_blocks(*in[0]) : *in[0];
   int64_t plane = x[2] * x[3];
   for (size_t i = 0; i < out.data.size(); ++i) out.data[i] *= in[1]->data[i / size_t(plane)];
-  return out;
+  return block > 1 ? to_channel_blocks(out, block) : out;
 }
 
 AnchorTask channel_scale_task(const OpCall& c) {
-  const Shape& x = c.inputs[0];
+  Shape x = channel_scale_input(c);
   return {"channel_scale:n=" + std::to_string(x[0]) + ",c=" + std::to_string(x[1]) +
-              ",h=" + std::to_string(x[2]) + ",w=" + std::to_string(x[3]),
+              ",h=" + std::to_string(x[2]) + ",w=" + std::to_string(x[3]) +
+              ",block=" + std::to_string(c.attr("block", 1)),
           {0, 1},
           -1,
-          x};
+          c.inputs[0]};
 }
 
 template <OpKind K>
@@ -381,14 +394,22 @@ std::vector<std::string> broadcast_corpus() {
 
 // channel_scale: X [n, c, h, w] times S [n, c], one factor per image and channel (the
 // excitation of a squeeze-and-excitation block).
+// With block > 1, X and the output are channel-blocked [n, c/b, h, w, b].
 void build_channel_scale(PipelineBuilder& b) {
   const TaskSpec& t = b.task();
-  int64_t n = t.get("n"), c = t.get("c"), h = t.get("h"), w = t.get("w");
-  Halide::ImageParam X = b.input("X", {n, c, h, w});
+  int64_t n = t.get("n"), c = t.get("c"), h = t.get("h"), w = t.get("w"), block = t.get("block");
+  std::vector<int64_t> shape = channel_blocked_shape({n, c, h, w}, block);
+  Halide::ImageParam X = b.input("X", shape);
   Halide::ImageParam S = b.input("S", {n, c});
-  auto vars = make_vars({"x", "y", "c", "n"});
-  b.add_output(X(vars[0], vars[1], vars[2], vars[3]) * S(vars[2], vars[3]), vars, {n, c, h, w});
+  auto vars = block > 1 ? make_vars({"ci", "x", "y", "cb", "n"}) : make_vars({"x", "y", "c", "n"});
+  Halide::Expr channel = block > 1 ? vars[3] * static_cast<int>(block) + vars[0] : vars[2];
+  std::vector<Halide::Expr> at(vars.begin(), vars.end());
+  b.add_output(X(at) * S(channel, vars.back()), vars, shape);
   b.finish(double(n) * c * h * w * (1 + t.epilogue.size()), 1);
+}
+
+void validate_channel_scale(const TaskSpec& t) {
+  if (t.get("c") % t.get("block")) throw Error("task spec: channel_scale block must divide c");
 }
 
 std::vector<std::string> elementwise_corpus() {
@@ -671,14 +692,20 @@ void register_elementwise_family(OpRegistry& r) {
                      broadcast_corpus,
                      {"broadcast:d0=2,d1=3,d2=4,d3=5+add@9+mul@2+sigmoid",
                       "broadcast:d0=2,d1=3,d2=4,d3=6,x1=1,x3=2+keep_where@3+rkeep_unless@8"}});
-  r.tasks.push_back({TaskKind::ChannelScale,
-                     {{"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}},
-                     4,
-                     1,
-                     nullptr,
-                     build_channel_scale,
-                     channel_scale_corpus,
-                     {"channel_scale:n=2,c=6,h=5,w=7+relu"}});
+  r.tasks.push_back(
+      {TaskKind::ChannelScale,
+       {{"n", "1"},
+        {"c", ""},
+        {"h", ""},
+        {"w", ""},
+        {"block", "1", {}, ParamSchema::Kind::Int, true}},
+       4,
+       1,
+       validate_channel_scale,
+       build_channel_scale,
+       channel_scale_corpus,
+       {"channel_scale:n=2,c=6,h=5,w=7+relu", "channel_scale:n=2,c=16,h=5,w=3,block=8+add+relu"},
+       "block"});
 
   for (const char* type : {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Neg",
                            "Abs", "Erf", "Softplus", "HardSwish", "Not"})

@@ -1,7 +1,8 @@
 // The pooling family.
 //   graph ops: maxpool, avgpool (attributes r, s, stride, pad, pad_w, dilation, ceil,
 //              count_pad), global_avgpool and global_maxpool ([N,C,H,W] -> [N,C])
-//   tasks:     pool2d (kind max|avg), global_pool (kind avg|max)
+//   tasks:     pool2d (kind max|avg), global_pool (kind avg|max; in_block > 1 reads
+//              channel-blocked activations)
 //   ONNX:      MaxPool, AveragePool (ceil_mode, count_include_pad, dilations),
 //              GlobalAveragePool, GlobalMaxPool
 // Semantics are PyTorch's and ONNX's: padding never wins a max; an average divides by the
@@ -119,32 +120,48 @@ AnchorTask pool_task(const OpCall& c) {
   return {spec, {0}, -1, infer_pool(c)};
 }
 
+// The input as the [N, C, H, W] it holds: attribute in_block > 1 reads it channel-blocked
+// [N, C/b, H, W, b] (the output [N, C] is the same either way).
+Shape global_input(const OpCall& c) {
+  const Shape& x = c.inputs[0];
+  int64_t block = c.attr("in_block", 1);
+  if (block > 1 && (x.size() != 5 || x[4] != block))
+    c.fail("in_block " + std::to_string(block) + " wants x [N,C/b,H,W,b], not " + shape_text(x));
+  if (block <= 1 && x.size() != 4) c.fail("wants [N,C,H,W]");
+  return channel_plain_shape(x);
+}
+
 Shape infer_global(const OpCall& c) {
-  if (c.inputs[0].size() != 4) c.fail("wants [N,C,H,W]");
-  return {c.inputs[0][0], c.inputs[0][1]};
+  Shape x = global_input(c);
+  return {x[0], x[1]};
 }
 
 TensorValue reference_global(const OpCall& c, const std::vector<const TensorValue*>& in) {
-  const Shape& x = c.inputs[0];
+  const Shape x = global_input(c);
+  const std::vector<double>& data =
+      x == c.inputs[0] ? in[0]->data : from_channel_blocks(*in[0]).data;
   bool is_max = c.kind == OpKind::GlobalMaxPool;
   int64_t plane = x[2] * x[3];
   TensorValue out = TensorValue::filled(DType::F32, {x[0], x[1]},
                                         is_max ? -std::numeric_limits<double>::infinity() : 0.0);
-  for (int64_t i = 0; i < in[0]->size(); ++i) {
-    double& o = out.data[size_t(i / plane)];
-    o = is_max ? std::max(o, in[0]->data[i]) : o + in[0]->data[i] / double(plane);
+  for (size_t i = 0; i < data.size(); ++i) {
+    double& o = out.data[i / size_t(plane)];
+    o = is_max ? std::max(o, data[i]) : o + data[i] / double(plane);
   }
   return out;
 }
 
 AnchorTask global_task(const OpCall& c) {
-  const Shape& x = c.inputs[0];
+  const Shape x = global_input(c);
+  int64_t block = c.attr("in_block", 1);
+  Shape out = block > 1 ? Shape{x[0], x[1] / block, block} : Shape{x[0], x[1]};
   return {std::string("global_pool:kind=") + (c.kind == OpKind::GlobalMaxPool ? "max" : "avg") +
               "," + param_text("n", x[0]) + "," + param_text("c", x[1]) + "," +
-              param_text("h", x[2]) + "," + param_text("w", x[3]),
+              param_text("h", x[2]) + "," + param_text("w", x[3]) + "," +
+              param_text("in_block", block),
           {0},
           -1,
-          {x[0], x[1]}};
+          out};
 }
 
 // ---- tasks ----
@@ -206,21 +223,29 @@ void validate_pool(const TaskSpec& t) {
     throw Error("task spec: count_pad applies to average pooling only");
 }
 
+// A channel-blocked input (in_block > 1) is pooled per (channel in block, block, n), and
+// the output [N, C/b, b] is the [N, C] it holds.
 void build_global_pool(PipelineBuilder& b) {
   const TaskSpec& t = b.task();
-  int64_t n = t.get("n"), c = t.get("c"), h = t.get("h"), w = t.get("w");
+  int64_t n = t.get("n"), c = t.get("c"), h = t.get("h"), w = t.get("w"), bi = t.get("in_block");
   bool is_max = t.word("kind") == "max";
-  ImageParam X = b.input("X", {n, c, h, w});
-  auto vars = make_vars({"c", "n"});
+  ImageParam X = b.input("X", channel_blocked_shape({n, c, h, w}, bi));
+  auto vars = bi > 1 ? make_vars({"ci", "cb", "n"}) : make_vars({"c", "n"});
+  std::vector<int64_t> out =
+      bi > 1 ? std::vector<int64_t>{n, c / bi, bi} : std::vector<int64_t>{n, c};
   RDom r(0, static_cast<int>(w), 0, static_cast<int>(h), "rs");
   Func acc("acc");
-  Expr v = X(r.x, r.y, vars[0], vars[1]);
+  Expr v = bi > 1 ? X(vars[0], r.x, r.y, vars[1], vars[2]) : X(r.x, r.y, vars[0], vars[1]);
   acc(vars) = is_max ? Halide::Float(32).min() : Expr(0.0f);
   acc(vars) = is_max ? Halide::max(acc(vars), v) : acc(vars) + v;
-  b.add_stage(StageKind::Anchor, acc, vars, {c, n}, {0, 1}, r, {w, h});
+  b.add_stage(StageKind::Anchor, acc, vars, reversed(out), identity_dims(vars.size()), r, {w, h});
   Expr value = is_max ? acc(vars) : acc(vars) * (1.0f / float(h * w));
-  b.add_output(value, vars, {n, c});
+  b.add_output(value, vars, out);
   b.finish(double(n) * c * h * w, h * w);
+}
+
+void validate_global_pool(const TaskSpec& t) {
+  if (t.get("c") % t.get("in_block")) throw Error("task spec: global_pool in_block must divide c");
 }
 
 std::vector<std::string> pool_corpus() {
@@ -345,13 +370,20 @@ void register_pool_family(OpRegistry& r) {
         "pool2d:kind=avg,n=1,c=3,h=9,w=9,r=3,s=3,stride=2,pad=1,ceil=1,count_pad=0"}});
   r.tasks.push_back(
       {TaskKind::GlobalPool,
-       {{"kind", "avg", {"max", "avg"}, K::Word}, {"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}},
+       {{"kind", "avg", {"max", "avg"}, K::Word},
+        {"n", "1"},
+        {"c", ""},
+        {"h", ""},
+        {"w", ""},
+        {"in_block", "1", {}, K::Int, true}},
        2,
        1,
-       nullptr,
+       validate_global_pool,
        build_global_pool,
        global_pool_corpus,
-       {"global_pool:kind=avg,n=2,c=12,h=7,w=7", "global_pool:kind=max,n=1,c=6,h=5,w=4"}});
+       {"global_pool:kind=avg,n=2,c=12,h=7,w=7", "global_pool:kind=max,n=1,c=6,h=5,w=4",
+        "global_pool:kind=avg,n=2,c=32,h=5,w=6,in_block=16"},
+       "in_block"});
 
   r.onnx.push_back({"MaxPool", onnx_pool});
   r.onnx.push_back({"AveragePool", onnx_pool});
