@@ -7,12 +7,19 @@
 namespace tlm {
 namespace {
 
-// A convolution that can read and write blocked activations: groups 1 or depthwise.
-bool blockable_conv(const Graph& g, const Node& n) {
+// A convolution of one group per channel (x [N, C, H, W], C output channels).
+bool depthwise_conv(const Graph& g, const Node& n) {
   if (n.op != OpKind::Conv2d) return false;
   const Shape &x = g.shape(n.inputs[0]), &w = g.shape(n.inputs[1]);
   int64_t groups = n.attr("groups", 1);
-  return x.size() == 4 && (groups == 1 || (groups == x[1] && w[0] == x[1]));
+  return x.size() == 4 && groups > 1 && groups == x[1] && w[0] == x[1];
+}
+
+// A convolution that can read and write blocked activations: groups 1 or depthwise.
+bool blockable_conv(const Graph& g, const Node& n) {
+  bool plain =
+      n.op == OpKind::Conv2d && g.shape(n.inputs[0]).size() == 4 && n.attr("groups", 1) == 1;
+  return plain || depthwise_conv(g, n);
 }
 
 bool global_pool(const Node& n) {
@@ -156,10 +163,7 @@ struct Blocker {
 
 bool has_depthwise_conv(const Graph& g) {
   for (const Node& n : g.nodes())
-    if (n.op == OpKind::Conv2d && n.attr("groups", 1) > 1 &&
-        n.attr("groups", 1) == g.shape(n.inputs[0])[1] &&
-        g.shape(n.inputs[1])[0] == n.attr("groups", 1))
-      return true;
+    if (depthwise_conv(g, n)) return true;
   return false;
 }
 
