@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string>
 
+#include "graph/activation_layout.h"
+
 namespace tlm {
 
 // Accepts a finite number in [low, high].
@@ -38,13 +40,14 @@ inline CLI::Validator seed_range() {
 }
 
 // --activation-block auto|16|8|0: channels per block of activations kept blocked
-// between convolutions (graph/activation_layout.h; auto: kAutoActivationBlock), or 0 for
-// NCHW everywhere.
+// between convolutions (graph/activation_layout.h), or 0 for NCHW everywhere.
 inline void add_activation_block_option(CLI::App* command, int64_t& block) {
   command
       ->add_option_function<std::string>(
           "--activation-block",
-          [&block](const std::string& value) { block = value == "auto" ? -1 : std::stoll(value); },
+          [&block](const std::string& value) {
+            block = value == "auto" ? kAutoActivationBlock : std::stoll(value);
+          },
           "activations between convolutions in blocks of 16 or 8 channels, 0: NCHW, auto "
           "(default): 16 in models with depthwise convolutions")
       ->check(CLI::IsMember({"auto", "16", "8", "0"}));

@@ -11,6 +11,7 @@
 #include "cli/compile_commands.h"
 #include "cli/flag_checks.h"
 #include "cli/model_commands.h"
+#include "graph/activation_layout.h"
 #include "graph/model_source.h"
 #include "graph/partition.h"
 #include "lang/sentence.h"
@@ -231,7 +232,7 @@ struct Flags {
   CommonFlags common;
   std::string spec, method = "space", decisions, json_path, transfer_exclude;
   bool up_to = false, specs_only = false;
-  int64_t activation_block = -1;  // kAutoActivationBlock
+  int64_t activation_block = kAutoActivationBlock;
   std::string methods =
       "evolutionary-1000,random-1000,adams2019,mullapudi2016,li2018,onednn,openblas";
   std::vector<std::string> specs;

@@ -13,6 +13,7 @@
 #pragma once
 #include <string>
 
+#include "graph/activation_layout.h"
 #include "graph/graph.h"
 #include "graph/weights.h"
 #include "measure/measurer.h"
@@ -35,8 +36,8 @@ struct CompileOptions {
   std::string hardware;     // fingerprint, for store lookups and the manifest
   bool progress = true;
   // Channels per block of activations kept blocked between convolutions (16 or 8; 0:
-  // every activation NCHW; -1: kAutoActivationBlock), graph/activation_layout.h.
-  int64_t activation_block = -1;
+  // every activation NCHW), graph/activation_layout.h.
+  int64_t activation_block = kAutoActivationBlock;
 };
 
 // The kernel a plan's task was built with: its schedule from the space, or the named

@@ -1,40 +1,36 @@
 #include "graph/activation_layout.h"
 
+#include <algorithm>
 #include <map>
+#include <string>
 
 #include "graph/rebuild.h"
 
 namespace tlm {
 namespace {
 
-// A convolution of one group per channel (x [N, C, H, W], C output channels).
-bool depthwise_conv(const Graph& g, const Node& n) {
-  if (n.op != OpKind::Conv2d) return false;
-  const Shape &x = g.shape(n.inputs[0]), &w = g.shape(n.inputs[1]);
-  int64_t groups = n.attr("groups", 1);
-  return x.size() == 4 && groups > 1 && groups == x[1] && w[0] == x[1];
+// A node whose definition can read input 0 channel-blocked (registry.h), here.
+bool reads_blocks(const Graph& g, const Node& n) {
+  const OpDef& d = op_def(n.op);
+  return d.blocked_input_attr && g.shape(n.inputs[0]).size() == 4 &&
+         (!d.can_block || d.can_block(g.call(n)));
 }
 
-// A convolution that can read and write blocked activations: groups 1 or depthwise.
-bool blockable_conv(const Graph& g, const Node& n) {
-  bool plain =
-      n.op == OpKind::Conv2d && g.shape(n.inputs[0]).size() == 4 && n.attr("groups", 1) == 1;
-  return plain || depthwise_conv(g, n);
+// A node whose definition can write its output channel-blocked, here.
+bool writes_blocks(const Graph& g, const Node& n) {
+  const OpDef& d = op_def(n.op);
+  return d.blocked_output_attr && reads_blocks(g, n);
 }
 
-bool global_pool(const Node& n) {
-  return n.op == OpKind::GlobalAvgPool || n.op == OpKind::GlobalMaxPool;
+// Input and output blocked alike, or both plain (one attribute says both).
+bool blocks_tied(const Node& n) {
+  const OpDef& d = op_def(n.op);
+  return d.blocked_output_attr && std::string(d.blocked_input_attr) == d.blocked_output_attr;
 }
 
 bool elementwise(const Node& n) {
   const OpDef& d = op_def(n.op);
   return d.role == OpRole::Elementwise && d.arity >= 1;
-}
-
-// A squeeze-and-excitation scale: x [N, C, H, W] times a gate [N, C], which is read the
-// same in either layout.
-bool channel_scale(const Node& n) {
-  return n.op == OpKind::ChannelScale;
 }
 
 // Blocks of `preferred` channels, else 8, else none; a tensor of one pixel per channel
@@ -71,34 +67,35 @@ bool inputs_allow(const Graph& g, const Node& n, const std::vector<int64_t>& blo
   for (int t : n.inputs) {
     bool full = !g.tensor(t).constant && g.shape(t) == g.shape(n.output);
     if (full && block[t] != block[n.output]) return false;
-    if (!full && blocked_operand_shape(g.shape(t), g.shape(n.output), 8).empty()) return false;
+    if (!full && blocked_operand_shape(g.shape(t), g.shape(n.output), block[n.output]).empty())
+      return false;
     any |= full;
   }
   return any;
 }
 
-// Whether every reader of `t` reads it blocked: as a convolution's input, a global
-// pooling's, or a full-shape input of an elementwise node whose output is blocked alike.
+// Whether every reader of `t` reads it blocked: as the input 0 (and no other input) of a
+// node that reads blocks, its output blocked alike when the two are tied, or as a
+// full-shape input of an elementwise node whose output is blocked alike.
 bool readers_allow(const Graph& g, int t, const std::vector<int64_t>& block) {
   for (int c : g.consumers(t)) {
     const Node& n = g.nodes()[c];
-    bool conv = blockable_conv(g, n) && n.inputs[0] == t && n.inputs.size() > 1 &&
-                n.inputs[1] != t && (n.inputs.size() < 3 || n.inputs[2] != t);
+    bool only_first = std::count(n.inputs.begin(), n.inputs.end(), t) == 1 && n.inputs[0] == t;
+    bool reads =
+        reads_blocks(g, n) && only_first && (!blocks_tied(n) || block[n.output] == block[t]);
     bool same = elementwise(n) && g.shape(n.output) == g.shape(t) && block[n.output] == block[t];
-    bool scaled =
-        channel_scale(n) && n.inputs[0] == t && n.inputs[1] != t && block[n.output] == block[t];
-    if (!conv && !same && !scaled && !global_pool(n)) return false;
+    if (!reads && !same) return false;
   }
   return true;
 }
 
-// The channel block of every tensor (0: plain), as a fixpoint: start from every
-// convolution or elementwise output that could be blocked, drop those whose producer
+// The channel block of every tensor (0: plain), as a fixpoint: start from every output
+// that a node can write blocked (elementwise nodes included), drop those whose producer
 // or readers cannot take it, until nothing changes.
 std::vector<int64_t> plan_blocks(const Graph& g, int64_t preferred) {
   std::vector<int64_t> block(g.tensors().size(), 0);
   for (const Node& n : g.nodes())
-    if ((blockable_conv(g, n) || elementwise(n) || channel_scale(n)) && !is_output(g, n.output) &&
+    if ((writes_blocks(g, n) || elementwise(n)) && !is_output(g, n.output) &&
         g.tensor(n.output).dtype == DType::F32)
       block[n.output] = channel_block(g.shape(n.output), preferred);
   for (bool changed = true; changed;) {
@@ -106,9 +103,9 @@ std::vector<int64_t> plan_blocks(const Graph& g, int64_t preferred) {
     for (const Node& n : g.nodes()) {
       int t = n.output;
       if (!block[t]) continue;
-      bool producer = elementwise(n)     ? inputs_allow(g, n, block)
-                      : channel_scale(n) ? block[n.inputs[0]] == block[t]
-                                         : true;
+      bool producer = elementwise(n)   ? inputs_allow(g, n, block)
+                      : blocks_tied(n) ? block[n.inputs[0]] == block[t]
+                                       : true;
       if (!producer || !readers_allow(g, t, block)) {
         block[t] = 0;
         changed = true;
@@ -141,13 +138,13 @@ struct Blocker {
     return seen[key] = out;
   }
 
-  // A convolution, global pooling or channel scale reading or writing blocks.
+  // A node that reads or writes blocks, its definition's attributes saying which.
   void blocked_anchor(const Node& n) {
+    const OpDef& d = op_def(n.op);
     IntAttrs attrs = n.attrs;
-    int64_t in = std::max<int64_t>(1, block[n.inputs[0]]);
-    if (channel_scale(n)) attrs["block"] = {in};
-    if (!channel_scale(n)) attrs["in_block"] = {in};
-    if (n.op == OpKind::Conv2d) attrs["out_block"] = {std::max<int64_t>(1, block[n.output])};
+    attrs[d.blocked_input_attr] = {std::max<int64_t>(1, block[n.inputs[0]])};
+    if (d.blocked_output_attr && !blocks_tied(n))
+      attrs[d.blocked_output_attr] = {std::max<int64_t>(1, block[n.output])};
     std::vector<int> inputs;
     for (int t : n.inputs) inputs.push_back(b.tensor(t));
     b.map[n.output] = b.out.graph.add(n.op, inputs, attrs, n.name, n.reals);
@@ -161,9 +158,14 @@ struct Blocker {
   }
 };
 
+// The auto rule's test: a convolution of one group per channel.
 bool has_depthwise_conv(const Graph& g) {
-  for (const Node& n : g.nodes())
-    if (depthwise_conv(g, n)) return true;
+  for (const Node& n : g.nodes()) {
+    int64_t groups = n.attr("groups", 1);
+    if (n.op == OpKind::Conv2d && groups > 1 && g.shape(n.inputs[0]).size() == 4 &&
+        groups == g.shape(n.inputs[0])[1] && g.shape(n.inputs[1])[0] == groups)
+      return true;
+  }
   return false;
 }
 
@@ -171,13 +173,12 @@ bool has_depthwise_conv(const Graph& g) {
 
 WeightedGraph block_activations(const Graph& g, const Weights& w, int64_t preferred) {
   if (preferred == kAutoActivationBlock) preferred = has_depthwise_conv(g) ? 16 : 0;
+  if (preferred <= 0) return {g, w};
   Rebuild b(g, w);
-  std::vector<int64_t> block(g.tensors().size(), 0);
-  if (preferred > 0) block = plan_blocks(g, preferred);
+  std::vector<int64_t> block = plan_blocks(g, preferred);
   Blocker blocker{b, block, {}};
   for (const Node& n : g.nodes()) {
-    bool anchor = (n.op == OpKind::Conv2d || global_pool(n) || channel_scale(n)) &&
-                  (block[n.inputs[0]] || block[n.output]);
+    bool anchor = reads_blocks(g, n) && (block[n.inputs[0]] || block[n.output]);
     if (anchor)
       blocker.blocked_anchor(n);
     else if (block[n.output])

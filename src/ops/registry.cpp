@@ -66,6 +66,16 @@ void OpCall::fail(const std::string& why) const {
   throw Error(op_name(kind) + ": " + why);
 }
 
+Shape OpCall::plain_input(const std::string& block_attr) const {
+  const Shape& x = inputs.at(0);
+  int64_t block = attr(block_attr, 1);
+  if (block < 1) fail(block_attr + " must be >= 1");
+  if (block == 1) return x;
+  if (x.size() != 5 || x[4] != block)
+    fail(block_attr + " " + std::to_string(block) + " wants x [N,C/b,H,W,b], not " + shape_text(x));
+  return channel_plain_shape(x);
+}
+
 const OpDef& op_def(OpKind kind) {
   return registry().ops.at(size_t(kind));
 }

@@ -49,6 +49,9 @@ struct OpCall {
   double real(const std::string& key, double fallback) const;
   std::vector<int64_t> ints(const std::string& key) const;  // empty when absent
   [[noreturn]] void fail(const std::string& why) const;     // throws tlm::Error
+  // Input 0 as the [N, C, H, W] it holds: when attribute `block_attr` is above 1 it must
+  // be channel-blocked [N, C/b, H, W, b] (fails naming the shape otherwise).
+  Shape plain_input(const std::string& block_attr) const;
 };
 
 enum class OpRole : uint8_t {
@@ -89,6 +92,12 @@ struct OpDef {
   double (*scalar)(double x, double operand) = nullptr;
   HalideBinary halide = nullptr;
   bool commutative = false;  // binary: x op y == y op x
+  // Channel-blocked activations (graph/activation_layout.h): the attribute that, above 1,
+  // makes input 0 read as [N, C/b, H, W, b], the one that makes the output written so
+  // (the same name: both go together), null: never; and whether a node can (null: always).
+  const char* blocked_input_attr = nullptr;
+  const char* blocked_output_attr = nullptr;
+  bool (*can_block)(const OpCall&) = nullptr;
 };
 
 // A parameter of a task spec. Optional ones came after their task kind first shipped:

@@ -35,20 +35,10 @@ ConvAttrs conv_attrs(const OpCall& c) {
   return a;
 }
 
-// The input as the [N, C, H, W] it holds.
-Shape plain_input(const OpCall& c, const ConvAttrs& a) {
-  const Shape& x = c.inputs[0];
-  if (a.in_block == 1) return x;
-  if (x.size() != 5 || x[4] != a.in_block)
-    c.fail("in_block " + std::to_string(a.in_block) + " wants x [N,C/b,H,W,b], not " +
-           shape_text(x));
-  return channel_plain_shape(x);
-}
-
 // The output as [N, K, OH, OW], whatever layout it is written in.
 Shape infer_plain_output(const OpCall& c) {
   ConvAttrs a = conv_attrs(c);
-  Shape x = plain_input(c, a);
+  Shape x = c.plain_input("in_block");
   const Shape& w = c.inputs[1];
   if (x.size() != 4 || w.size() != 4) c.fail("wants x [N,C,H,W] and w [K,C/g,R,S]");
   if (x[1] % a.groups || w[0] % a.groups || w[1] * a.groups != x[1])
@@ -75,7 +65,7 @@ Shape infer_conv(const OpCall& c) {
 
 TensorValue reference_conv(const OpCall& c, const std::vector<const TensorValue*>& in) {
   ConvAttrs a = conv_attrs(c);
-  const Shape xs = plain_input(c, a), &ws = c.inputs[1];
+  const Shape xs = c.plain_input("in_block"), &ws = c.inputs[1];
   TensorValue out = TensorValue::filled(DType::F32, infer_plain_output(c), 0.0);
   const Shape& os = out.shape;
   int64_t cg = ws[1], kg = ws[0] / a.groups;
@@ -101,9 +91,15 @@ TensorValue reference_conv(const OpCall& c, const std::vector<const TensorValue*
   return a.out_block > 1 ? to_channel_blocks(out, a.out_block) : out;
 }
 
+// Channel blocks need groups 1 or one group per channel (depthwise).
+bool conv_can_block(const OpCall& c) {
+  int64_t groups = c.attr("groups", 1);
+  return groups == 1 || (groups == c.inputs[0][1] && c.inputs[1][0] == groups);
+}
+
 AnchorTask conv_task(const OpCall& c) {
   ConvAttrs a = conv_attrs(c);
-  const Shape x = plain_input(c, a), &w = c.inputs[1];
+  const Shape x = c.plain_input("in_block"), &w = c.inputs[1];
   std::string pads =
       param_text("pad", a.pad) + (a.pad_w != a.pad ? "," + param_text("pad_w", a.pad_w) : "");
   std::string window =
@@ -199,8 +195,7 @@ void build_dwconv(PipelineBuilder& b) {
   build_conv_kind(b, true);
 }
 
-// Blocks divide the channels they block; a depthwise convolution's in_block is 1 or its
-// out_block (its input channel is its output channel).
+// Blocks divide the channels they block.
 void validate_blocks(const TaskSpec& spec, int64_t c, int64_t k) {
   int64_t in = spec.get("in_block"), out = spec.get("out_block");
   if (c % in || k % out)
@@ -328,6 +323,8 @@ void register_conv_family(OpRegistry& r) {
   conv.infer = infer_conv;
   conv.reference = reference_conv;
   conv.task = conv_task;
+  conv.blocked_input_attr = "in_block", conv.blocked_output_attr = "out_block";
+  conv.can_block = conv_can_block;
   r.ops.push_back(conv);
 
   std::vector<ParamSchema> image = {{"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}};

@@ -276,12 +276,8 @@ TensorValue reference_batchnorm(const OpCall& c, const std::vector<const TensorV
 // x as the [N, C, H, W] it holds: attribute block > 1 holds x and the output
 // channel-blocked [N, C/b, H, W, b].
 Shape channel_scale_input(const OpCall& c) {
-  const Shape &x = c.inputs[0], &s = c.inputs[1];
-  int64_t block = c.attr("block", 1);
-  if (block > 1 && (x.size() != 5 || x[4] != block))
-    c.fail("block " + std::to_string(block) + " wants x [N,C/b,H,W,b], not " + shape_text(x));
-  Shape plain = channel_plain_shape(x);
-  if (plain.size() != 4 || s != Shape{plain[0], plain[1]}) c.fail("scale is not [N,C]");
+  Shape plain = c.plain_input("block");
+  if (plain.size() != 4 || c.inputs[1] != Shape{plain[0], plain[1]}) c.fail("scale is not [N,C]");
   return plain;
 }
 
@@ -659,6 +655,7 @@ void register_elementwise_family(OpRegistry& r) {
   scale.infer = infer_channel_scale;
   scale.reference = reference_channel_scale;
   scale.task = channel_scale_task;
+  scale.blocked_input_attr = scale.blocked_output_attr = "block";
   r.ops.push_back(scale);
 
   r.tasks.push_back({TaskKind::Elementwise,

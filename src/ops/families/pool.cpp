@@ -123,12 +123,9 @@ AnchorTask pool_task(const OpCall& c) {
 // The input as the [N, C, H, W] it holds: attribute in_block > 1 reads it channel-blocked
 // [N, C/b, H, W, b] (the output [N, C] is the same either way).
 Shape global_input(const OpCall& c) {
-  const Shape& x = c.inputs[0];
-  int64_t block = c.attr("in_block", 1);
-  if (block > 1 && (x.size() != 5 || x[4] != block))
-    c.fail("in_block " + std::to_string(block) + " wants x [N,C/b,H,W,b], not " + shape_text(x));
-  if (block <= 1 && x.size() != 4) c.fail("wants [N,C,H,W]");
-  return channel_plain_shape(x);
+  Shape x = c.plain_input("in_block");
+  if (x.size() != 4) c.fail("wants [N,C,H,W]");
+  return x;
 }
 
 Shape infer_global(const OpCall& c) {
@@ -338,6 +335,7 @@ void register_pool_family(OpRegistry& r) {
   global.infer = infer_global;
   global.reference = reference_global;
   global.task = global_task;
+  global.blocked_input_attr = "in_block";
   r.ops.push_back(global);
   global.kind = OpKind::GlobalMaxPool;
   r.ops.push_back(global);
