@@ -39,13 +39,13 @@ held_out=$(grep -v '^#' bench/heldout_tasks.txt | while read -r t; do
   if [ -n "${MODELS:-}" ]; then
     for f in $MODELS; do "$tlm" tasks "$f" --specs "${layout[@]}"; done
   else
-  grep -v '^#' bench/tuning_extra_tasks.txt | while read -r t; do
-    "$tlm" space "$t" | head -1 | cut -d' ' -f2; done
-  for m in resnet50 mobilenetv2 efficientnet-b0 bert-base gpt2; do
-    "$tlm" tasks "$m" --specs "${layout[@]}"; done
-  if [ -n "${ONNX_DIR:-}" ]; then
-    for f in "$ONNX_DIR"/*.onnx; do "$tlm" tasks "$f" --specs "${layout[@]}"; done
-  fi
+    grep -v '^#' bench/tuning_extra_tasks.txt | while read -r t; do
+      "$tlm" space "$t" | head -1 | cut -d' ' -f2; done
+    for m in resnet50 mobilenetv2 efficientnet-b0 bert-base gpt2; do
+      "$tlm" tasks "$m" --specs "${layout[@]}"; done
+    if [ -n "${ONNX_DIR:-}" ]; then
+      for f in "$ONNX_DIR"/*.onnx; do "$tlm" tasks "$f" --specs "${layout[@]}"; done
+    fi
   fi
 } | awk '!seen[$0]++' | grep -v -F -x -f <(echo "$held_out") |
   grep -E "^(${KINDS:-[a-z_0-9]+}):" | grep -E "${blocked_only}" > "$list"
