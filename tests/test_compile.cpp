@@ -16,6 +16,8 @@
 
 #include "bench/bench_op.h"
 #include "compiler/compile.h"
+#include "compiler/layout_choice.h"
+#include "graph/activation_layout.h"
 #include "graph/interpreter.h"
 #include "graph/partition.h"
 #include "graph/rewrites.h"
@@ -139,6 +141,81 @@ TEST(Compile, BlockedActivationsMatchTheInterpreter) {
   }
   Plan eight = expect_compiled_matches_interpreter("mobilenetv2", small, "reference", 8);
   EXPECT_GT(blocked_tasks(eight).first, 5);
+}
+
+// A store where every task of both layouts has one measured schedule, at `blocked_ms` for
+// the tasks only the blocked layout runs and 1 ms for the others.
+void store_layout_prices(const std::vector<LayoutCandidate>& candidates, RecordStore& store,
+                         double blocked_ms, bool measure_blocked = true) {
+  std::set<std::string> plain;
+  for (const auto& c : candidates)
+    for (const auto& use : c.partition.tasks)
+      if (c.block == 0) plain.insert(use.spec);
+  std::mt19937_64 rng(3);
+  for (const auto& c : candidates)
+    for (const auto& use : c.partition.tasks) {
+      bool blocked_only = !plain.count(use.spec);
+      if (blocked_only && !measure_blocked) continue;
+      TaskSpec task = parse_task_spec(use.spec);
+      double ms = blocked_only ? blocked_ms : 1.0;
+      auto d = ScheduleSpace(describe_task(task)).sample(rng);
+      store.add(
+          {{"test-hardware", task.key(), use.spec, d, "test", Status::Ok, ms, ms, 1, "", "", 0}});
+    }
+}
+
+// Without measurements the rule picks the layout (blocks for depthwise convolutions);
+// with every task of both layouts measured, the cheaper sum of uses x fastest schedule.
+TEST(LayoutChoice, TheMeasuredCheaperLayoutWinsElseTheRule) {
+  ZooOptions small;
+  small.image = 64;
+  Graph graph = build_zoo_model("mobilenetv2", small);
+  auto candidates = layout_candidates(graph, draw_weights(graph), kAutoActivationBlock);
+  ASSERT_EQ(candidates.size(), 2u);
+  EXPECT_EQ(candidates[0].block, 16);  // the rule's first
+  EXPECT_EQ(candidates[1].block, 0);
+  EXPECT_EQ(choose_layout(candidates, nullptr, "test-hardware").candidate, 0u);
+  int blocked_uses = 0, plain_uses = 0;
+  std::set<std::string> plain_specs;
+  for (const auto& use : candidates[1].partition.tasks) plain_specs.insert(use.spec);
+  int shared_uses = 0;  // tasks both layouts run (no channel blocks in their specs)
+  for (const auto& use : candidates[0].partition.tasks) {
+    bool blocked = use.spec.find("block=") != std::string::npos;
+    EXPECT_NE(blocked, bool(plain_specs.count(use.spec))) << use.spec;
+    (blocked ? blocked_uses : shared_uses) += use.count;
+  }
+  for (const auto& use : candidates[1].partition.tasks) plain_uses += use.count;
+  ASSERT_GT(blocked_uses, 10);
+  std::string dir = fresh_dir("layout");
+  for (double blocked_ms : {5.0, 0.01}) {
+    std::filesystem::remove(dir + std::to_string(blocked_ms) + ".db");
+    RecordStore store(dir + std::to_string(blocked_ms) + ".db");
+    store_layout_prices(candidates, store, blocked_ms, false);
+    LayoutChoice rule = choose_layout(candidates, &store, "test-hardware");
+    EXPECT_EQ(rule.candidate, 0u);
+    EXPECT_NE(rule.reason.find("not every task"), std::string::npos) << rule.reason;
+    EXPECT_DOUBLE_EQ(*measured_ms(candidates[1].partition, store, "test-hardware"), plain_uses);
+    store_layout_prices(candidates, store, blocked_ms);
+    EXPECT_NEAR(*measured_ms(candidates[0].partition, store, "test-hardware"),
+                blocked_uses * blocked_ms + shared_uses, 1e-9);
+    LayoutChoice measured = choose_layout(candidates, &store, "test-hardware");
+    EXPECT_EQ(measured.candidate, blocked_ms < 1 ? 0u : 1u) << measured.reason;
+    EXPECT_EQ(measured.reason.find(blocked_ms < 1 ? "blocks of 16" : "NCHW"), 0u)
+        << measured.reason;
+    EXPECT_FALSE(measured_ms(candidates[0].partition, store, "other-hardware"));
+  }
+  // No depthwise convolution: NCHW first; no convolution: one layout; asked: that one.
+  Graph resnet = build_zoo_model("resnet50", small);
+  auto resnet_layouts = layout_candidates(resnet, draw_weights(resnet), kAutoActivationBlock);
+  ASSERT_EQ(resnet_layouts.size(), 2u);
+  EXPECT_EQ(resnet_layouts[0].block, 0);
+  Graph bert = build_zoo_model("bert-base", {1, 16, 1, 224});
+  EXPECT_EQ(layout_candidates(bert, draw_weights(bert), kAutoActivationBlock).size(), 1u);
+  auto eight = layout_candidates(graph, draw_weights(graph), 8);
+  ASSERT_EQ(eight.size(), 1u);
+  EXPECT_EQ(eight[0].block, 8);
+  EXPECT_EQ(choose_layout(eight, nullptr, "test-hardware").reason,
+            "blocks of 8 channels (asked for)");
 }
 
 TEST(Compile, BertLayerMatchesTheInterpreter) {

@@ -156,6 +156,7 @@ ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& opt
   row.compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const auto& t : plan.tasks) row.strategies[t.strategy] += 1;
+  row.layout = plan.layout;
 
   auto compiled = CompiledModel::load(compile.out_dir);
   TorchGraph torch_graph(source.graph, source.weights);
@@ -275,6 +276,7 @@ void write_model_bench_json(const std::string& path, const std::vector<ModelBenc
     j.push_back({{"model", r.model},
                  {"compile_seconds", r.compile_seconds},
                  {"strategies", r.strategies},
+                 {"activation_layout", r.layout},
                  {"compiled", timing(r.compiled)},
                  {"torch_openblas1", timing(r.torch_blas1)},
                  {"torch_default", timing(r.torch_default)},

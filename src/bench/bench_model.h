@@ -48,6 +48,7 @@ struct ModelBenchRow {
   std::string model;
   double compile_seconds = 0;
   std::map<std::string, int> strategies;  // how many tasks each strategy scheduled
+  std::string layout;                     // the activation layout and why (Plan::layout)
   Timing compiled, torch_blas1, torch_default;
   double relative_error = 0;  // max |compiled - torch| / max |torch|
   double compiled_mb = 0, torch_mb = 0;

@@ -84,6 +84,7 @@ void run_compile(CompileFlags f, const std::string& exe) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   for (const auto& [phase, seconds] : plan.compile_seconds)
     std::printf("  %-9s %7.2f s\n", phase.c_str(), seconds);
+  std::printf("  activation layout: %s\n", plan.layout.c_str());
   for (const auto& [strategy, n] : strategies)
     std::printf("  schedules from %s: %d tasks\n", strategy.c_str(), n);
 }

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "compiler/layout_choice.h"
 #include "graph/partition.h"
 #include "graph/rewrites.h"
 #include "measure/kernel.h"
@@ -32,14 +33,11 @@ PlanTask choose_schedule(const TaskUse& use, const CompileOptions& o, const Reco
   TaskSpec task = parse_task_spec(use.spec);
   PlanTask t{use.spec, "", "", {}, 1, use.count};
   bool any = o.strategy == Strategy::Auto;
-  if (store && (any || o.strategy == Strategy::Store)) {
-    ScheduleSpace space(describe_task(task));
-    for (const auto& r : store->best(task.key(), o.hardware, 8))
-      if (space.is_legal(r.decisions)) {
-        t.strategy = "store", t.decisions = r.decisions;
-        return t;
-      }
-  }
+  if (store && (any || o.strategy == Strategy::Store))
+    if (auto best = fastest_legal(*store, use.spec, o.hardware)) {
+      t.strategy = "store", t.decisions = best->decisions;
+      return t;
+    }
   if (model && (any || o.strategy == Strategy::Tlm)) {
     t.strategy = "tlm", t.checkpoint = model->info().id;
     t.decisions = model->top_one(task, machine);
@@ -231,6 +229,16 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
   return steps;
 }
 
+// Every task of the layouts, each once (for measuring them all before choosing).
+std::vector<TaskUse> tasks_of(const std::vector<LayoutCandidate>& candidates) {
+  std::vector<TaskUse> tasks;
+  std::set<std::string> seen;
+  for (const auto& c : candidates)
+    for (const auto& use : c.partition.tasks)
+      if (seen.insert(use.spec).second) tasks.push_back(use);
+  return tasks;
+}
+
 }  // namespace
 
 Candidate plan_task_candidate(const PlanTask& task) {
@@ -251,21 +259,27 @@ Strategy strategy_named(const std::string& name) {
 Plan compile_model(const Graph& graph, const Weights& weights, const CompileOptions& o,
                    RecordStore* store, ScheduleModel* model, Measurer* measurer) {
   auto start = std::chrono::steady_clock::now();
-  WeightedGraph folded = prepare_graph(graph, weights, o.activation_block);
-  Partition p = partition_graph(folded.graph);
-  if (!p.unsupported.empty())
-    throw Error("compile: " + std::to_string(p.unsupported.size()) +
-                " nodes have no task yet, e.g. " + p.unsupported.front());
-  PlanBuilder b{folded.graph, {}, {}, {}, {}, {}};
-  b.plan.model = graph.name();
-  b.plan.hardware = o.hardware;
+  auto candidates = layout_candidates(graph, weights, o.activation_block);
+  for (const auto& c : candidates)
+    if (!c.partition.unsupported.empty())
+      throw Error("compile: " + std::to_string(c.partition.unsupported.size()) +
+                  " nodes have no task yet, e.g. " + c.partition.unsupported.front());
   double graph_seconds = seconds_since(start);
   double measure_seconds = 0;
   if (o.trials_per_task > 0) {
     if (!store || !measurer) throw Error("compile: measuring candidates needs a record store");
     TaskTuneOptions tune{o.trials_per_task, 8, o.hardware, o.progress};
-    measure_seconds = tune_tasks(p.tasks, *measurer, *store, model, tune).seconds;
+    measure_seconds = tune_tasks(tasks_of(candidates), *measurer, *store, model, tune).seconds;
   }
+  LayoutChoice layout = choose_layout(candidates, store, o.hardware);
+  if (o.progress) std::fprintf(stderr, "activation layout: %s\n", layout.reason.c_str());
+  WeightedGraph folded = std::move(candidates[layout.candidate].prepared);
+  Partition p = std::move(candidates[layout.candidate].partition);
+  candidates.clear();
+  PlanBuilder b{folded.graph, {}, {}, {}, {}, {}};
+  b.plan.model = graph.name();
+  b.plan.hardware = o.hardware;
+  b.plan.layout = layout.reason;
   start = std::chrono::steady_clock::now();
   Hardware machine = detect_hardware();
   for (const auto& use : p.tasks)

@@ -171,8 +171,17 @@ bool has_depthwise_conv(const Graph& g) {
 
 }  // namespace
 
+int64_t auto_activation_block(const Graph& g) {
+  return has_depthwise_conv(g) ? 16 : 0;
+}
+
+bool can_block_activations(const Graph& g) {
+  auto block = plan_blocks(g, 16);
+  return std::any_of(block.begin(), block.end(), [](int64_t b) { return b > 0; });
+}
+
 WeightedGraph block_activations(const Graph& g, const Weights& w, int64_t preferred) {
-  if (preferred == kAutoActivationBlock) preferred = has_depthwise_conv(g) ? 16 : 0;
+  if (preferred == kAutoActivationBlock) preferred = auto_activation_block(g);
   if (preferred <= 0) return {g, w};
   Rebuild b(g, w);
   std::vector<int64_t> block = plan_blocks(g, preferred);

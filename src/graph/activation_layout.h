@@ -27,7 +27,12 @@ namespace tlm {
 // convolutions gain most, but ResNet-50 4% slower, because the model, trained on far
 // fewer blocked schedules, picks worse ones for blocked dense convolutions than for NCHW
 // ones (the store's best schedules are equal either way).
+// The compiler measures the two layouts instead when it can (compiler/layout_choice.h).
 constexpr int64_t kAutoActivationBlock = -1;
+// The rule's block for a prepared graph: 16 with a depthwise convolution, else 0.
+int64_t auto_activation_block(const Graph& graph);
+// Whether blocks of 16 would keep any activation of the prepared graph blocked.
+bool can_block_activations(const Graph& graph);
 WeightedGraph block_activations(const Graph& graph, const Weights& weights, int64_t block);
 
 }  // namespace tlm

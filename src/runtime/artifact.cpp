@@ -42,6 +42,7 @@ void write_plan(const std::string& path, const Plan& plan) {
   Json j;
   j["model"] = plan.model;
   j["hardware"] = plan.hardware;
+  j["layout"] = plan.layout;
   for (const auto& t : plan.tensors)
     j["tensors"].push_back({{"name", t.name},
                             {"shape", t.shape},
@@ -84,6 +85,7 @@ Plan read_plan(const std::string& path) {
     Plan plan;
     plan.model = j.at("model").get<std::string>();
     plan.hardware = j.at("hardware").get<std::string>();
+    plan.layout = j.value("layout", std::string());
     for (const auto& t : j.at("tensors")) {
       PlanTensor pt;
       pt.name = t.at("name").get<std::string>();

@@ -58,6 +58,7 @@ struct ArtifactFile {
 
 struct Plan {
   std::string model, hardware;
+  std::string layout;  // the activation layout and why it was chosen (compiler/layout_choice.h)
   std::vector<ArtifactFile> files;
   std::vector<PlanTensor> tensors;
   std::vector<PlanStep> steps;

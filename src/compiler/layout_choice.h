@@ -1,0 +1,53 @@
+// Layout choice: which activation layout a compiled model uses when the user leaves it to
+// the compiler (`--activation-block auto`, the default).
+//
+// Keeping activations channel-blocked changes which tasks a model runs: a chain's
+// convolutions read and write [N, C/b, H, W, b], and the convolution at either end of a
+// chain converts as it goes (graph/activation_layout.h). So the two layouts, NCHW and
+// blocks of 16, are two task lists, and each is priced as the sum over its tasks of uses
+// times the store's fastest measured schedule on this hardware; the conversions are inside
+// the chain-end tasks, so the sum counts them. When every task of both lists has been
+// measured (`compile --trials` measures both lists; `tune` or `improve` may have before),
+// the cheaper list wins. Otherwise activation_layout's rule decides (blocks for a model
+// with depthwise convolutions), and the reason says so.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/partition.h"
+#include "graph/rewrites.h"
+#include "store/record_store.h"
+
+namespace tlm {
+
+struct LayoutCandidate {
+  int64_t block = 0;  // channels per block of the activations kept blocked; 0: NCHW
+  WeightedGraph prepared;
+  Partition partition;
+};
+
+// One candidate for an explicit block (0, 8, 16), the rule's first then the other for
+// kAutoActivationBlock when blocking changes any task (else only NCHW).
+std::vector<LayoutCandidate> layout_candidates(const Graph& graph, const Weights& weights,
+                                               int64_t activation_block);
+
+// Sum over the tasks of uses x the fastest measured median (ms) of a schedule legal in
+// the task's space; nothing when a task has no such record.
+std::optional<double> measured_ms(const Partition& partition, const RecordStore& store,
+                                  const std::string& hardware);
+
+// The first measured legal schedules of a task, fastest first (at most `limit` looked at).
+std::optional<Record> fastest_legal(const RecordStore& store, const std::string& spec,
+                                    const std::string& hardware, int limit = 8);
+
+struct LayoutChoice {
+  size_t candidate = 0;  // index into the candidates
+  std::string reason;    // one line: the layout and why
+};
+// `store` may be null (the rule decides).
+LayoutChoice choose_layout(const std::vector<LayoutCandidate>& candidates, const RecordStore* store,
+                           const std::string& hardware);
+
+}  // namespace tlm
