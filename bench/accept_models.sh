@@ -10,7 +10,8 @@
 #   2. --trials 32: 32 measured candidates per task (their own record store).
 #
 #   bash bench/peers/install.sh     # once: the peers' virtual environment
-#   bash bench/accept_models.sh     # STEPS="tlm0" or "trials32" to run one
+#   bash bench/accept_models.sh     # STEPS="tlm0" or "trials32" to run one; MODELS="resnet50
+#                                   # bert" (names of the list below) for some models
 #
 # Results: bench/results/accept_models_{tlm0,trials32}.json (+ .png); the ONNX files in
 # bench/results/onnx-full (exported when missing; random weights, fixed seeds).
@@ -20,7 +21,7 @@ tlm=./build/src/cli/tlm
 onnx=${ONNX_DIR:-bench/results/onnx-full}
 mkdir -p "$onnx" bench/results
 files=()
-for m in resnet50 mobilenet_v2 efficientnet_b0 bert gpt2 resnet50_b8 bert_b8; do
+for m in ${MODELS:-resnet50 mobilenet_v2 efficientnet_b0 bert gpt2 resnet50_b8 bert_b8}; do
   if [ ! -f "$onnx/$m.onnx" ]; then
     batch=1
     [[ $m == *_b8 ]] && batch=8
@@ -38,7 +39,9 @@ for step in ${STEPS:-tlm0 trials32}; do
   json=bench/results/accept_models_$step.json
   case $step in
     tlm0) how=(--strategy tlm --db bench/results/accept_models_none.db) ;;
-    trials32) how=(--trials 32 --db bench/results/accept_models_trials.db) ;;
+    trials32)  # from an empty store, so every task has exactly its 32 trials
+      rm -f bench/results/accept_models_trials.db*
+      how=(--trials 32 --db bench/results/accept_models_trials.db) ;;
     *) echo "unknown step $step" >&2; exit 1 ;;
   esac
   "$tlm" bench model "${files[@]}" "${how[@]}" "${peers[@]}" --report \
