@@ -2,7 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -261,13 +260,8 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
                    RecordStore* store, ScheduleModel* model, Measurer* measurer) {
   auto start = std::chrono::steady_clock::now();
   auto candidates = layout_candidates(graph, weights, o.activation_block);
-  const auto unsupported = candidates.front().partition.unsupported;
-  // a layout some node cannot run in is no candidate (blocks never add such nodes so far)
-  candidates.erase(
-      std::remove_if(candidates.begin(), candidates.end(),
-                     [](const LayoutCandidate& c) { return !c.partition.unsupported.empty(); }),
-      candidates.end());
-  if (candidates.empty())
+  const auto& unsupported = candidates.front().partition.unsupported;
+  if (!unsupported.empty())
     throw Error("compile: " + std::to_string(unsupported.size()) +
                 " nodes have no task yet, e.g. " + unsupported.front());
   double graph_seconds = seconds_since(start);

@@ -35,7 +35,11 @@ std::vector<LayoutCandidate> layout_candidates(const Graph& graph, const Weights
   std::vector<LayoutCandidate> candidates;
   candidates.push_back(candidate_from(block_activations(plain.graph, plain.weights, 16), 16));
   candidates.push_back(candidate_from(std::move(plain), 0));
-  if (rule == 0) std::swap(candidates[0], candidates[1]);
+  // a node that has no task when blocked (none so far) keeps the model NCHW
+  if (!candidates[0].partition.unsupported.empty())
+    candidates.erase(candidates.begin());
+  else if (rule == 0)
+    std::swap(candidates[0], candidates[1]);
   return candidates;
 }
 

@@ -28,8 +28,9 @@ struct LayoutCandidate {
   Partition partition;
 };
 
-// One candidate for an explicit block (0, 8, 16), the rule's first then the other for
-// kAutoActivationBlock when blocking changes any task (else only NCHW).
+// One candidate for an explicit block (0, 8, 16); for kAutoActivationBlock the rule's
+// first then the other, or only NCHW when blocks change no task or leave a node without
+// one. The first candidate's partition.unsupported says which nodes cannot compile.
 std::vector<LayoutCandidate> layout_candidates(const Graph& graph, const Weights& weights,
                                                int64_t activation_block);
 
@@ -38,7 +39,8 @@ std::vector<LayoutCandidate> layout_candidates(const Graph& graph, const Weights
 std::optional<double> measured_ms(const Partition& partition, const RecordStore& store,
                                   const std::string& hardware);
 
-// The first measured legal schedules of a task, fastest first (at most `limit` looked at).
+// The task's fastest measured schedule that is legal in its space today (among its
+// `limit` fastest records on `hardware`); nothing when there is none.
 std::optional<Record> fastest_legal(const RecordStore& store, const std::string& spec,
                                     const std::string& hardware, int limit = 8);
 
