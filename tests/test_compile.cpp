@@ -451,6 +451,21 @@ TEST(RunReport, SumsStepsPerTaskLargestFirstAndDrawsEveryTask) {
   EXPECT_EQ(text.rfind("</svg>"), text.size() - 7);
 }
 
+// A report's step times are each step's median over warm runs, not one run's.
+TEST(RunReport, StepTimesAreMediansOverRunsStepByStep) {
+  auto steps = median_step_timings({{{"a", 9.0}, {"b", 1.0}, {"a", 2.0}},
+                                    {{"a", 1.0}, {"b", 3.0}, {"a", 4.0}},
+                                    {{"a", 2.0}, {"b", 2.0}, {"a", 8.0}}});
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].label, "a");
+  EXPECT_DOUBLE_EQ(steps[0].ms, 2.0);
+  EXPECT_DOUBLE_EQ(steps[1].ms, 2.0);
+  EXPECT_DOUBLE_EQ(steps[2].ms, 4.0);
+  EXPECT_TRUE(median_step_timings({}).empty());
+  EXPECT_THROW(median_step_timings({{{"a", 1.0}}, {{"b", 1.0}}}), Error);
+  EXPECT_THROW(median_step_timings({{{"a", 1.0}}, {{"a", 1.0}, {"a", 1.0}}}), Error);
+}
+
 // GFLOP/s in the model (work x steps / time), against the peak and the kernel alone.
 TEST(RunReport, ShowsGflopsAgainstThePeakAndTheKernelAlone) {
   auto rows = summarize_steps({{"a", 1.0}, {"b", 5.0}, {"a", 2.5}, {"transpose", 0.5}});

@@ -133,8 +133,7 @@ std::vector<std::unique_ptr<PeerProcess>> start_peers(const ModelBenchOptions& o
 // own when the benchmark has none), as `tlm run --report` shows it.
 void write_report(CompiledModel& compiled, const std::vector<std::vector<float>>& inputs,
                   const ModelBenchOptions& options, Measurer* measurer, const std::string& dir) {
-  std::vector<StepTiming> timings;
-  compiled.run(inputs, &timings);
+  auto timings = time_steps(compiled, inputs, kReportRuns);
   MeasureOptions own;
   own.worker_command = options.exe;
   std::unique_ptr<Measurer> made = measurer ? nullptr : std::make_unique<Measurer>(own);

@@ -18,7 +18,7 @@ struct KernelReport {
   double peak_gflops = 0;      // the machine's, at the measurer's thread count
 };
 
-// `timings`: one run's step times (CompiledModel::run). Progress on stderr when asked.
+// `timings`: step times of the model's warm runs (time_steps). Progress on stderr when asked.
 KernelReport kernel_report(const Plan& plan, const std::vector<StepTiming>& timings,
                            Measurer& measurer, int threads, bool progress);
 // The table on stdout, and report.json and report.svg in `dir`.

@@ -103,8 +103,7 @@ void run_model(const RunFlags& f, const std::string& exe) {
     std::fprintf(stderr, "tlm: warning: '%s' was compiled for %s, this machine is %s\n",
                  f.dir.c_str(), model->plan().hardware.c_str(), hardware.c_str());
   auto inputs = read_model_inputs(model->plan(), f.inputs);
-  std::vector<StepTiming> timings;
-  auto outputs = model->run(inputs, f.report ? &timings : nullptr);
+  auto outputs = model->run(inputs);
   if (!f.output.empty()) write_model_outputs(model->plan(), outputs, f.output);
   for (size_t o = 0; o < outputs.size(); ++o) {
     double sum = 0, abs_max = 0;
@@ -125,8 +124,7 @@ void run_model(const RunFlags& f, const std::string& exe) {
                 ms[ms.size() / 2], ms.size(), model->memory_bytes() / 1e6);
   }
   if (f.report) {
-    // The first run's step times, warm when there were benchmark runs before it.
-    if (f.bench > 0) timings.clear(), model->run(inputs, &timings);
+    auto timings = time_steps(*model, inputs, kReportRuns);
     MeasureOptions options;
     options.worker_command = exe;
     Measurer measurer(options);

@@ -26,6 +26,30 @@ void write_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
+std::vector<StepTiming> median_step_timings(const std::vector<std::vector<StepTiming>>& runs) {
+  if (runs.empty()) return {};
+  std::vector<StepTiming> medians = runs.front();
+  for (size_t step = 0; step < medians.size(); ++step) {
+    std::vector<double> ms;
+    for (const auto& run : runs) {
+      if (run.size() != medians.size() || run[step].label != medians[step].label)
+        throw Error("run report: the runs timed different steps");
+      ms.push_back(run[step].ms);
+    }
+    std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
+    medians[step].ms = ms[ms.size() / 2];
+  }
+  return medians;
+}
+
+std::vector<StepTiming> time_steps(const CompiledModel& model,
+                                   const std::vector<std::vector<float>>& inputs, int runs) {
+  model.run(inputs);
+  std::vector<std::vector<StepTiming>> timed(size_t(std::max(runs, 1)));
+  for (auto& timings : timed) model.run(inputs, &timings);
+  return median_step_timings(timed);
+}
+
 std::vector<TaskTime> summarize_steps(const std::vector<StepTiming>& timings) {
   std::map<std::string, TaskTime> by_label;
   for (const auto& t : timings) {

@@ -23,6 +23,15 @@ struct TaskTime {
   double alone_gflops() const { return alone_ms > 0 ? gflop / alone_ms * 1e3 : 0; }
 };
 
+// Per-step times of warm runs: one untimed run, then `runs` runs back to back, each step
+// its median over them. A single run misleads: the first pays for cold caches and the
+// thread pool's start in its first steps (EfficientNet-B0's stem 0.82 ms in a first run,
+// 0.28 ms once running), and any one run takes the machine's noise at full weight.
+constexpr int kReportRuns = 10;  // warm runs behind `--report`'s step times
+std::vector<StepTiming> time_steps(const CompiledModel& model,
+                                   const std::vector<std::vector<float>>& inputs, int runs);
+// Step by step, the median over runs of the same steps (throws when runs differ in steps).
+std::vector<StepTiming> median_step_timings(const std::vector<std::vector<StepTiming>>& runs);
 // Per-label totals, largest first.
 std::vector<TaskTime> summarize_steps(const std::vector<StepTiming>& timings);
 // `peak_gflops` 0: not measured (its column is left out).
