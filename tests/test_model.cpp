@@ -336,6 +336,14 @@ TEST(Dataset, SpeedClassesLabelSchedulesOfEverySpeed) {
     EXPECT_EQ(weighted.sentences[i].tokens, data.sentences[i / 3].tokens);
   for (size_t i = 12; i < 20; ++i)
     EXPECT_EQ(weighted.sentences[i].tokens, data.sentences[i - 8].tokens);
+  // The fastest 7 times (top copies), the other Best ones 3 times: 7 + 3 x 3 + 8.
+  SpeedSelection top{12, 3};
+  top.top_copies = 7;
+  Dataset sharpened = measured_by_speed(store, hw, top, {"softmax:rows=32,cols=64"});
+  ASSERT_EQ(sharpened.sentences.size(), 24u);
+  for (size_t i = 0; i < 7; ++i) EXPECT_EQ(sharpened.sentences[i].tokens, data.sentences[0].tokens);
+  for (size_t i = 7; i < 24; ++i)
+    EXPECT_EQ(sharpened.sentences[i].tokens, weighted.sentences[i - 4].tokens);
   // The best-only data of the same store: no speed classes, the 4 fastest in order.
   Dataset best = best_measured(store, hw, 4, {"softmax:rows=32,cols=64"});
   ASSERT_EQ(best.sentences.size(), 4u);

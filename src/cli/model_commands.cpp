@@ -64,6 +64,7 @@ struct FinetuneFlags {
   int per_task = 0;  // 0: the recipe's (kBestPerTask, or kSpeedPerTask with speed classes)
   bool speed_classes = false;
   int best_copies = 1;
+  int top_copies = 0;
   bool model_proposals = false;
 };
 
@@ -81,6 +82,7 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
   }
   if (f.per_task <= 0) f.per_task = f.speed_classes ? kSpeedPerTask : kBestPerTask;
   SpeedSelection selection{f.per_task, f.best_copies};
+  selection.top_copies = f.top_copies;
   selection.model_proposals = f.model_proposals;
   Dataset data = f.speed_classes ? measured_by_speed(store, detect_hardware(), selection, excluded)
                                  : best_measured(store, detect_hardware(), f.per_task, excluded);
@@ -183,6 +185,11 @@ void add_train_commands(CLI::App& app, const std::string& command_line) {
       ->add_option("--best-copies", fine->best_copies,
                    "with --speed-classes: times each task's best schedules appear")
       ->check(in_range(1, 64));
+  finetune
+      ->add_option("--top-copies", fine->top_copies,
+                   "with --speed-classes: times each task's fastest schedule appears (when above "
+                   "--best-copies)")
+      ->check(in_range(1, 256));
   finetune->add_flag("--speed-classes", fine->speed_classes,
                      "learn from schedules of every speed, each prompt saying its speed class");
   finetune->add_flag("--model-proposals", fine->model_proposals,

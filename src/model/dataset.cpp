@@ -167,6 +167,7 @@ Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware,
       SpeedClass speed = speed_class(rank, r.median_ms > 0 ? best_ms / r.median_ms : 1.0);
       auto prompt = encode_prompt(hardware, task, space.shape(), speed);
       int copies = speed == SpeedClass::Best ? std::max(selection.best_copies, 1) : 1;
+      if (rank == 0) copies = std::max(copies, selection.top_copies);
       for (int c = 0; c < copies; ++c)
         data.sentences.push_back(measured_sentence(prompt, space, r));
     };

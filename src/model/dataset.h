@@ -53,6 +53,9 @@ struct SpeedSelection {
                                  // per_task/4 and the rest spread evenly over the slower ranks
   int best_copies;               // times each Best sentence appears (the model then learns a
                                  // trained task's best as firmly as best-only fine-tuning does)
+  int top_copies = 0;            // times the task's fastest appears, when above best_copies:
+                                 // the Best class's four ranks equally often taught a mode
+                                 // that mixed them (a schedule none of them is)
   bool model_proposals = false;  // also every schedule a model proposed (its record names the
                                  // checkpoint), wherever it ranks: improve's own mistakes
 };
