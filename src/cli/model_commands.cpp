@@ -73,6 +73,8 @@ struct FinetuneFlags {
 void run_finetune(FinetuneFlags f, const std::string& command) {
   if (f.model_proposals && !f.speed_classes)
     throw Error("train finetune: --model-proposals needs --speed-classes");
+  if (f.top_copies > 0 && !f.speed_classes)
+    throw Error("train finetune: --top-copies needs --speed-classes");
   RecordStore store(f.db);
   ::mkdir(f.train.options.run_dir.c_str(), 0755);
   std::vector<std::string> excluded;
