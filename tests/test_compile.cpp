@@ -464,6 +464,7 @@ TEST(RunReport, StepTimesAreMediansOverRunsStepByStep) {
   EXPECT_TRUE(median_step_timings({}).empty());
   EXPECT_THROW(median_step_timings({{{"a", 1.0}}, {{"b", 1.0}}}), Error);
   EXPECT_THROW(median_step_timings({{{"a", 1.0}}, {{"a", 1.0}, {"a", 1.0}}}), Error);
+  EXPECT_THROW(median_step_timings({{}, {{"a", 1.0}}}), Error);
 }
 
 // GFLOP/s in the model (work x steps / time), against the peak and the kernel alone.

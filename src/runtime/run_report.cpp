@@ -29,10 +29,12 @@ void write_file(const std::string& path, const std::string& text) {
 std::vector<StepTiming> median_step_timings(const std::vector<std::vector<StepTiming>>& runs) {
   if (runs.empty()) return {};
   std::vector<StepTiming> medians = runs.front();
+  for (const auto& run : runs)
+    if (run.size() != medians.size()) throw Error("run report: the runs timed different steps");
   for (size_t step = 0; step < medians.size(); ++step) {
     std::vector<double> ms;
     for (const auto& run : runs) {
-      if (run.size() != medians.size() || run[step].label != medians[step].label)
+      if (run[step].label != medians[step].label)
         throw Error("run report: the runs timed different steps");
       ms.push_back(run[step].ms);
     }
