@@ -45,8 +45,11 @@ def main():
     args = parser.parse_args()
     if len(args.plans) > 2:
         sys.exit("top1_vs_store: give one or two plan.json files")
-    db = sqlite3.connect(f"file:{args.db}?mode=ro", uri=True)
-    tables = [looked_up(db, p) for p in args.plans]
+    try:
+        db = sqlite3.connect(f"file:{args.db}?mode=ro", uri=True)
+        tables = [looked_up(db, p) for p in args.plans]
+    except (OSError, ValueError, KeyError, sqlite3.Error) as e:
+        sys.exit(f"top1_vs_store: {type(e).__name__}: {e}")
     sums = [0.0] * len(tables)
     best_sum, compared, unmeasured = 0.0, 0, 0
     for spec, first in tables[0].items():
