@@ -314,7 +314,7 @@ TEST(Dataset, SpeedClassesLabelSchedulesOfEverySpeed) {
   ScheduleSpace space(describe_task(parse_task_spec("matmul:m=64,n=64,k=64")));
   const Vocabulary& v = Vocabulary::get();
   // 12 of 20: the fastest 3, then 9 spread evenly over ranks 3..19.
-  Dataset data = measured_by_speed(store, hw, {12}, {"softmax:rows=32,cols=64"});
+  Dataset data = measured_by_speed(store, {hw}, {12}, {"softmax:rows=32,cols=64"});
   ASSERT_EQ(data.sentences.size(), 12u);
   std::vector<size_t> ranks = {0, 1, 2, 3, 4, 6, 8, 10, 12, 14, 16, 18};
   for (size_t i = 0; i < ranks.size(); ++i) {
@@ -330,7 +330,7 @@ TEST(Dataset, SpeedClassesLabelSchedulesOfEverySpeed) {
     EXPECT_EQ(s.tokens[s.prompt_length - 1], v.separator());
   }
   // With the best ones 3 times each: 4 x 3 Best sentences, the other 8 once.
-  Dataset weighted = measured_by_speed(store, hw, {12, 3}, {"softmax:rows=32,cols=64"});
+  Dataset weighted = measured_by_speed(store, {hw}, {12, 3}, {"softmax:rows=32,cols=64"});
   ASSERT_EQ(weighted.sentences.size(), 20u);
   for (size_t i = 0; i < 12; ++i)
     EXPECT_EQ(weighted.sentences[i].tokens, data.sentences[i / 3].tokens);
@@ -339,13 +339,13 @@ TEST(Dataset, SpeedClassesLabelSchedulesOfEverySpeed) {
   // The fastest 7 times (top copies), the other Best ones 3 times: 7 + 3 x 3 + 8.
   SpeedSelection top{12, 3};
   top.top_copies = 7;
-  Dataset sharpened = measured_by_speed(store, hw, top, {"softmax:rows=32,cols=64"});
+  Dataset sharpened = measured_by_speed(store, {hw}, top, {"softmax:rows=32,cols=64"});
   ASSERT_EQ(sharpened.sentences.size(), 24u);
   for (size_t i = 0; i < 7; ++i) EXPECT_EQ(sharpened.sentences[i].tokens, data.sentences[0].tokens);
   for (size_t i = 7; i < 24; ++i)
     EXPECT_EQ(sharpened.sentences[i].tokens, weighted.sentences[i - 4].tokens);
   // The best-only data of the same store: no speed classes, the 4 fastest in order.
-  Dataset best = best_measured(store, hw, 4, {"softmax:rows=32,cols=64"});
+  Dataset best = best_measured(store, {hw}, 4, {"softmax:rows=32,cols=64"});
   ASSERT_EQ(best.sentences.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
     const Sentence& s = best.sentences[i];
@@ -353,6 +353,50 @@ TEST(Dataset, SpeedClassesLabelSchedulesOfEverySpeed) {
     std::vector<int> body(s.tokens.begin() + s.prompt_length, s.tokens.end());
     EXPECT_EQ(decode_decisions(space, body), kept[i]);
   }
+}
+
+// One model for many machines: each host's records are ranked among themselves and
+// prompted with that host; a label that names no machine is left out.
+TEST(Dataset, EveryHostLearnsItsOwnRecordsUnderItsOwnPrompt) {
+  std::string dir = temp_dir("hosts");
+  RecordStore store(dir + "/r.db");
+  Hardware zen4 = hardware_from_fingerprint("x86-64-avx512/2c/L1d32K/L21024K/L3320M");
+  Hardware zen5 = hardware_from_fingerprint("x86-64-avx512/2c/L1d48K/L21024K/L3384M");
+  const std::string spec = "matmul:m=64,n=64,k=64";
+  auto on_zen4 = store_timed_schedules(store, spec, zen4);
+  Hardware label = zen5;  // records of a test label, not a machine
+  label.isa = "test-label";
+  store_timed_schedules(store, spec, label);
+  // Zen 5 timed the same 20 schedules in the opposite order.
+  std::vector<Record> reversed;
+  for (size_t i = 0; i < on_zen4.size(); ++i) {
+    double ms = 3.0 - 0.1 * double(i);
+    reversed.push_back({zen5.fingerprint(), parse_task_spec(spec).key(), spec, on_zen4[i], "random",
+                        Status::Ok, ms, ms, 5, "", "", 0});
+  }
+  store.add(reversed);
+  auto hosts = measured_hosts(store);
+  ASSERT_EQ(hosts.size(), 2u);
+  EXPECT_EQ(hosts[0].fingerprint(), zen4.fingerprint());
+  EXPECT_EQ(hosts[1].fingerprint(), zen5.fingerprint());
+  Dataset both = measured_by_speed(store, hosts, {4}, {});
+  Dataset only4 = measured_by_speed(store, {zen4}, {4}, {});
+  Dataset only5 = measured_by_speed(store, {zen5}, {4}, {});
+  ASSERT_EQ(both.sentences.size(), 8u);
+  ScheduleSpace space(describe_task(parse_task_spec(spec)));
+  const size_t ranks[] = {0, 1, 7, 13};  // 4 of 20: the fastest, then 3 spread
+  for (size_t i = 0; i < 4; ++i) {       // task by task, host by host
+    EXPECT_EQ(both.sentences[i].tokens, only4.sentences[i].tokens);
+    EXPECT_EQ(both.sentences[4 + i].tokens, only5.sentences[i].tokens);
+    const Sentence& s = only5.sentences[i];
+    std::vector<int> body(s.tokens.begin() + s.prompt_length, s.tokens.end());
+    EXPECT_EQ(decode_decisions(space, body), on_zen4[on_zen4.size() - 1 - ranks[i]]);
+  }
+  const Sentence& fastest5 = only5.sentences[0];
+  EXPECT_EQ(
+      std::vector<int>(fastest5.tokens.begin(), fastest5.tokens.begin() + fastest5.prompt_length),
+      encode_prompt(zen5, parse_task_spec(spec), space.shape(), SpeedClass::Best));
+  EXPECT_NE(only4.sentences[0].tokens, only5.sentences[0].tokens);
 }
 
 // Improve's data: a model's proposals enter wherever they rank.
@@ -375,9 +419,9 @@ TEST(Dataset, SpeedClassesKeepEveryModelProposal) {
              {hw.fingerprint(), parse_task_spec(spec).key(), spec, proposed[1], "tlm", Status::Ok,
               2.95, 2.95, 5, "tlm-x", "", 0}});
   SpeedSelection selection{12};
-  Dataset spread = measured_by_speed(store, hw, selection, {"softmax:rows=32,cols=64"});
+  Dataset spread = measured_by_speed(store, {hw}, selection, {"softmax:rows=32,cols=64"});
   selection.model_proposals = true;
-  Dataset with_own = measured_by_speed(store, hw, selection, {"softmax:rows=32,cols=64"});
+  Dataset with_own = measured_by_speed(store, {hw}, selection, {"softmax:rows=32,cols=64"});
   ASSERT_EQ(spread.sentences.size(), 12u);
   ASSERT_EQ(with_own.sentences.size(), 13u);
   for (size_t i = 0; i < 12; ++i)
@@ -438,7 +482,7 @@ TEST(Train, SpeedClassFinetuneMakesAModelThatAsksForTheBest) {
   Hardware hw = test_hardware();
   store_timed_schedules(store, "matmul:m=64,n=64,k=64", hw);
   store_timed_schedules(store, "softmax:rows=32,cols=64", hw);
-  Dataset data = measured_by_speed(store, hw, {16}, {});
+  Dataset data = measured_by_speed(store, {hw}, {16}, {});
   write_dataset(dir + "/d.bin", data);
   torch::manual_seed(3);
   Gpt base(tiny_config());

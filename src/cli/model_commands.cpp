@@ -1,9 +1,8 @@
 #include "cli/model_commands.h"
 
-#include <sys/stat.h>
-
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -66,7 +65,19 @@ struct FinetuneFlags {
   int best_copies = 1;
   int top_copies = 0;
   bool model_proposals = false;
+  std::string hardware = "all";  // whose records: all | this | a fingerprint
 };
+
+// The host whose records --hardware names; none for all (every host the store measured).
+std::vector<Hardware> named_host(const std::string& which) {
+  if (which == "all") return {};
+  if (which == "this") return {detect_hardware()};
+  try {
+    return {hardware_named(which)};
+  } catch (const Error& e) {
+    throw Error(std::string("train finetune: --hardware: ") + e.what() + " (or all, this)");
+  }
+}
 
 // Writes the best measured schedules of the store to the run directory, then trains the
 // --init checkpoint on them.
@@ -75,8 +86,11 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
     throw Error("train finetune: --model-proposals needs --speed-classes");
   if (f.top_copies > 0 && !f.speed_classes)
     throw Error("train finetune: --top-copies needs --speed-classes");
+  auto hosts = named_host(f.hardware);
   RecordStore store(f.db);
-  ::mkdir(f.train.options.run_dir.c_str(), 0755);
+  if (hosts.empty()) hosts = measured_hosts(store);
+  std::error_code ignored;  // a folder that cannot be made fails below, naming the file
+  std::filesystem::create_directories(f.train.options.run_dir, ignored);
   std::vector<std::string> excluded;
   for (const auto& file : f.exclude) {
     auto tasks = read_list_file(file);
@@ -86,8 +100,8 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
   SpeedSelection selection{f.per_task, f.best_copies};
   selection.top_copies = f.top_copies;
   selection.model_proposals = f.model_proposals;
-  Dataset data = f.speed_classes ? measured_by_speed(store, detect_hardware(), selection, excluded)
-                                 : best_measured(store, detect_hardware(), f.per_task, excluded);
+  Dataset data = f.speed_classes ? measured_by_speed(store, hosts, selection, excluded)
+                                 : best_measured(store, hosts, f.per_task, excluded);
   f.train.options.speed_prompt = f.speed_classes;
   if (data.sentences.empty())
     throw Error("train finetune: no measured schedules in '" + f.db + "'");
@@ -95,6 +109,7 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
   write_dataset(f.train.options.data_path, data);
   std::printf("%zu measured schedules -> %s (hash %s)\n", data.sentences.size(),
               f.train.options.data_path.c_str(), data.hash.c_str());
+  for (const auto& host : hosts) std::printf("  records of %s\n", host.fingerprint().c_str());
   run_train(f.train, command);
 }
 
@@ -197,6 +212,9 @@ void add_train_commands(CLI::App& app, const std::string& command_line) {
   finetune->add_flag("--model-proposals", fine->model_proposals,
                      "with --speed-classes: also every schedule a model proposed (tlm improve's "
                      "data)");
+  finetune->add_option("--hardware", fine->hardware,
+                       "whose records: all (default; each prompted with its host), this, or a "
+                       "hardware fingerprint");
   finetune->add_option("--exclude", fine->exclude,
                        "task lists to leave out (held-out, validation; repeat the flag)");
   add_training_options(finetune, fine->train);

@@ -102,10 +102,11 @@ std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded
 
 namespace {
 
-// Calls pick(task, space, records) for every stored task not excluded, with its verified
-// records on `hardware` that are legal in today's space, fastest first (at most `limit`).
+// Calls pick(hardware, task, space, records) for every stored task not excluded and every
+// host of `hosts` that measured it, with the task's verified records on that host that are
+// legal in today's space, fastest first (at most `limit`).
 template <class Pick>
-void for_each_measured_task(const RecordStore& store, const Hardware& hardware, int limit,
+void for_each_measured_task(const RecordStore& store, const std::vector<Hardware>& hosts, int limit,
                             const std::vector<std::string>& excluded, Pick pick) {
   std::set<std::string> skip;
   for (const auto& e : excluded) skip.insert(parse_task_spec(e).key());
@@ -113,10 +114,12 @@ void for_each_measured_task(const RecordStore& store, const Hardware& hardware, 
     TaskSpec task;
     if (skip.count(key) || !read_stored_task(key, task)) continue;
     ScheduleSpace space(describe_task(task));
-    std::vector<Record> legal;
-    for (auto& r : store.best(key, hardware.fingerprint(), limit))
-      if (space.is_legal(r.decisions)) legal.push_back(std::move(r));
-    if (!legal.empty()) pick(task, space, legal);
+    for (const auto& hardware : hosts) {
+      std::vector<Record> legal;
+      for (auto& r : store.best(key, hardware.fingerprint(), limit))
+        if (space.is_legal(r.decisions)) legal.push_back(std::move(r));
+      if (!legal.empty()) pick(hardware, task, space, legal);
+    }
   }
 }
 
@@ -143,23 +146,36 @@ std::vector<size_t> spread_ranks(size_t n, size_t count) {
 
 }  // namespace
 
-Dataset best_measured(const RecordStore& store, const Hardware& hardware, int per_task,
+std::vector<Hardware> measured_hosts(const RecordStore& store) {
+  std::vector<Hardware> hosts;
+  for (const auto& fingerprint : store.hardware_fingerprints()) {
+    try {
+      hosts.push_back(hardware_named(fingerprint));
+    } catch (const Error&) {
+      // not a machine's fingerprint (a test's or another tool's label): nothing to prompt
+    }
+  }
+  return hosts;
+}
+
+Dataset best_measured(const RecordStore& store, const std::vector<Hardware>& hosts, int per_task,
                       const std::vector<std::string>& excluded) {
   Dataset data;
-  for_each_measured_task(
-      store, hardware, per_task, excluded,
-      [&](const TaskSpec& task, const ScheduleSpace& space, const std::vector<Record>& fastest) {
-        auto prompt = encode_prompt(hardware, task, space.shape());
-        for (const auto& r : fastest) data.sentences.push_back(measured_sentence(prompt, space, r));
-      });
+  for_each_measured_task(store, hosts, per_task, excluded,
+                         [&](const Hardware& hardware, const TaskSpec& task,
+                             const ScheduleSpace& space, const std::vector<Record>& fastest) {
+                           auto prompt = encode_prompt(hardware, task, space.shape());
+                           for (const auto& r : fastest)
+                             data.sentences.push_back(measured_sentence(prompt, space, r));
+                         });
   return data;
 }
 
-Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware,
+Dataset measured_by_speed(const RecordStore& store, const std::vector<Hardware>& hosts,
                           const SpeedSelection& selection,
                           const std::vector<std::string>& excluded) {
   Dataset data;
-  auto pick = [&](const TaskSpec& task, const ScheduleSpace& space,
+  auto pick = [&](const Hardware& hardware, const TaskSpec& task, const ScheduleSpace& space,
                   const std::vector<Record>& fastest) {
     double best_ms = fastest.front().median_ms;
     auto add = [&](size_t rank) {
@@ -177,7 +193,7 @@ Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware,
     for (size_t rank = 0; selection.model_proposals && rank < fastest.size(); ++rank)
       if (!fastest[rank].checkpoint.empty() && !picked.count(rank)) add(rank);
   };
-  for_each_measured_task(store, hardware, std::numeric_limits<int>::max(), excluded, pick);
+  for_each_measured_task(store, hosts, std::numeric_limits<int>::max(), excluded, pick);
   return data;
 }
 

@@ -40,10 +40,14 @@ std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded
 constexpr int kBestPerTask = 4;
 constexpr int kSpeedPerTask = 64;
 
+// The machines the store has verified records of, as prompts describe them (labels that are
+// not a fingerprint, e.g. a test's, are left out). A model learns every host's records,
+// each prompted with its own host, so that one model serves them all (DESIGN.md, Hosts).
+std::vector<Hardware> measured_hosts(const RecordStore& store);
 // Fine-tuning sentences: the `per_task` fastest verified schedules of every task the store
-// has measured on this hardware, minus `excluded` (held-out tasks), skipping records
-// that are no longer legal in the task's space.
-Dataset best_measured(const RecordStore& store, const Hardware& hardware, int per_task,
+// has measured on each of `hosts` (task by task, host by host), minus `excluded` (held-out
+// tasks), skipping records that are no longer legal in the task's space.
+Dataset best_measured(const RecordStore& store, const std::vector<Hardware>& hosts, int per_task,
                       const std::vector<std::string>& excluded);
 // Which measured schedules become speed-labeled sentences (measured_by_speed).
 struct SpeedSelection {
@@ -60,9 +64,10 @@ struct SpeedSelection {
                                  // checkpoint), wherever it ranks: improve's own mistakes
 };
 // Fine-tuning sentences of every speed from the verified schedules of every task the store
-// has measured on this hardware, as `selection` picks them, each prompt ending with the
-// schedule's speed class (lang/sentence.h). Same exclusions as best_measured.
-Dataset measured_by_speed(const RecordStore& store, const Hardware& hardware,
+// has measured on each of `hosts`, as `selection` picks them among that host's records,
+// each prompt ending with the schedule's speed class (lang/sentence.h). Same order and
+// exclusions as best_measured.
+Dataset measured_by_speed(const RecordStore& store, const std::vector<Hardware>& hosts,
                           const SpeedSelection& selection,
                           const std::vector<std::string>& excluded);
 // `per_task` random schedules of each task, as sentences (with progress on stderr).

@@ -310,11 +310,25 @@ std::vector<Record> RecordStore::best(const std::string& task_key, const std::st
   return read_records(query);
 }
 
+namespace {
+
+std::vector<std::string> first_column(Statement& query) {
+  std::vector<std::string> values;
+  while (query.step()) values.push_back(query.text(0));
+  return values;
+}
+
+}  // namespace
+
 std::vector<std::string> RecordStore::task_keys() const {
   Statement query(db_, "SELECT DISTINCT task_key FROM records ORDER BY task_key");
-  std::vector<std::string> keys;
-  while (query.step()) keys.push_back(query.text(0));
-  return keys;
+  return first_column(query);
+}
+
+std::vector<std::string> RecordStore::hardware_fingerprints() const {
+  Statement query(db_,
+                  "SELECT DISTINCT hardware FROM records WHERE status = 'ok' ORDER BY hardware");
+  return first_column(query);
 }
 
 int64_t RecordStore::count() const {

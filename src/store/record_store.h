@@ -51,6 +51,8 @@ class RecordStore {
                            int limit) const;
   // Distinct task keys with at least one record.
   std::vector<std::string> task_keys() const;
+  // Distinct hardware fingerprints with at least one ok record: the machines measured.
+  std::vector<std::string> hardware_fingerprints() const;
   int64_t count() const;
 
  private:

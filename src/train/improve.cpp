@@ -119,8 +119,10 @@ std::string finetune_round(const ImproveOptions& o, RecordStore& store, const Re
   train.speed_prompt = speed_prompt;
   SpeedSelection selection(o.speed_per_task, o.best_copies);
   selection.model_proposals = true;
-  Dataset data = speed_prompt ? measured_by_speed(store, detect_hardware(), selection, o.held_out)
-                              : best_measured(store, detect_hardware(), o.per_task, o.held_out);
+  // Every host's records, so that a round on this host keeps what the model knew of others.
+  auto hosts = measured_hosts(store);
+  Dataset data = speed_prompt ? measured_by_speed(store, hosts, selection, o.held_out)
+                              : best_measured(store, hosts, o.per_task, o.held_out);
   write_dataset(train.data_path, data);
   return train_checkpoint(train, {}, registry.path_of(parent), o.models_dir,
                           "tlm improve round " + std::to_string(round))

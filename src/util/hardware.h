@@ -19,6 +19,13 @@ struct Hardware {
 
 // The machine this process runs on (read once, then cached).
 Hardware detect_hardware();
+// The machine a fingerprint names, as far as the fingerprint tells (no model name):
+// hardware_from_fingerprint(h.fingerprint()).fingerprint() == h.fingerprint(). Throws
+// tlm::Error (one line) for a string that is not a fingerprint.
+Hardware hardware_from_fingerprint(const std::string& fingerprint);
+// This machine when `fingerprint` is its own, else the machine the fingerprint names: the
+// hardware a prompt describes for records or schedules made on (or for) that machine.
+Hardware hardware_named(const std::string& fingerprint);
 // Memory the system could give a new allocation now (MemAvailable), in bytes.
 int64_t available_memory_bytes();
 
