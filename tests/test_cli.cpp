@@ -98,6 +98,13 @@ TEST(Cli, NumericFlagsOutsideTheirRangeAreRefused) {
   expect_one_line_error("tasks gpt2 --layers 100000", "--layers: '100000'");
   expect_one_line_error("tasks mobilenetv2 --activation-block 12", "--activation-block: 12");
   expect_one_line_error("compile mobilenetv2 -o x --activation-block 4", "--activation-block: 4");
+  expect_one_line_error("compile mobilenetv2 -o x --hardware hw", "not a hardware fingerprint");
+  expect_one_line_error(
+      "compile mobilenetv2 -o x --trials 2 --hardware x86-64/1c/L1d0K/L20K/L30M" + db,
+      "--trials measures on this machine");
+  expect_one_line_error(
+      "train finetune --init models/none --run " + temp_path("r") + " --hardware L1d48K" + db,
+      "--hardware: 'L1d48K' is not a hardware fingerprint");
   expect_one_line_error("bench op 'matmul:m=8,n=8,k=8' --methods random-8,bogus" + db,
                         "unknown method 'bogus'");
   expect_one_line_error("bench op 'matmul:m=8,n=8,k=8' --methods random-0" + db, "at least 1");

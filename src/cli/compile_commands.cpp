@@ -25,6 +25,7 @@ namespace {
 
 struct CompileFlags {
   std::string model, out, db = "tlm.db", checkpoint, models_dir = "models", strategy = "auto";
+  std::string hardware;  // schedules for this machine's fingerprint (default: this one)
   CompileOptions options;
   ModelOptions model_options;
 };
@@ -71,10 +72,17 @@ void add_compile_options(CLI::App* command, CompileFlags& f) {
 void run_compile(CompileFlags f, const std::string& exe) {
   auto start = std::chrono::steady_clock::now();
   f.options.strategy = strategy_named(f.strategy);
+  f.options.hardware = detect_hardware().fingerprint();
+  if (!f.hardware.empty() && f.hardware != f.options.hardware) {
+    hardware_from_fingerprint(f.hardware);  // a one-line error when it is not one
+    if (f.options.trials_per_task > 0)
+      throw Error("compile: --trials measures on this machine; --hardware " + f.hardware +
+                  " names another");
+    f.options.hardware = f.hardware;
+  }
   auto [graph, weights] = load_model_source(f.model, f.model_options);
   ScheduleSources sources = open_schedule_sources(f, exe);
   f.options.out_dir = f.out;
-  f.options.hardware = detect_hardware().fingerprint();
   Plan plan = compile_model(graph, weights, f.options, sources.store.get(), sources.model.get(),
                             sources.measurer.get());
   std::map<std::string, int> strategies;
@@ -236,6 +244,9 @@ void add_compile_commands(CLI::App& app, const std::string& exe) {
                    "or a path to an .onnx file")
       ->required();
   compile->add_option("-o,--out", cf->out, "artifact folder")->required();
+  compile->add_option("--hardware", cf->hardware,
+                      "choose schedules for the machine of this fingerprint (its records, its "
+                      "prompt); kernels are built for this one's ISA, run with --any-hardware");
   add_compile_options(compile, *cf);
   compile->callback([cf, exe] { run_compile(*cf, exe); });
   auto rf = std::make_shared<RunFlags>();

@@ -281,7 +281,7 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
   b.plan.hardware = o.hardware;
   b.plan.layout = layout.reason;
   start = std::chrono::steady_clock::now();
-  Hardware machine = detect_hardware();
+  Hardware machine = model ? hardware_named(o.hardware) : detect_hardware();
   for (const auto& use : p.tasks)
     b.plan.tasks.push_back(choose_schedule(use, o, store, model, machine));
   double schedule_seconds = seconds_since(start);
