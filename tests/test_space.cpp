@@ -82,6 +82,58 @@ TEST(ScheduleSpace, TileValuesAreDivisorsAndPowersOfTwo) {
   EXPECT_EQ(space.legal_values(1, prefix), divisors(96));
 }
 
+size_t point_index(const ScheduleSpace& space, const std::string& name) {
+  for (size_t i = 0; i < space.num_points(); ++i)
+    if (space.point(i).name == name) return i;
+  throw Error("no decision point " + name);
+}
+
+// A sample with the output's innermost dim (d0) tiled `cache` x `reg` and vectorized; the
+// decisions before out.vector_width are legal, the rest not yet repaired.
+std::vector<int64_t> vectorized_along_d0(const ScheduleSpace& space, int64_t cache, int64_t reg,
+                                         std::mt19937_64& rng) {
+  auto d = space.sample(rng);
+  d[point_index(space, "out.tile1.d0")] = cache;
+  d[point_index(space, "out.tile2.d0")] = reg;
+  d[point_index(space, "out.vector_dim")] = 0;
+  return d;
+}
+
+// An output vector may be a whole register tile that is not a power of two when it fits one
+// AVX-512 register (14 of a 56-wide row: MetaSchedule's choice on Zen 5): legal, and it
+// compiles and computes the reference result. Wider tiles keep power-of-two widths.
+TEST(ScheduleSpace, WholeRegisterTileVectorsUpTo16Lanes) {
+  set_kernel_threads(1);
+  TaskSpec task = parse_task_spec("conv2d:c=8,h=6,w=14,k=16,r=3,s=3,pad=1+bias+relu");
+  TaskShape shape = describe_task(task);
+  ScheduleSpace space(shape);
+  size_t width = point_index(space, "out.vector_width");
+  auto legal_widths = [&](const ScheduleSpace& s, size_t at, const std::vector<int64_t>& d) {
+    return s.legal_values(at, std::vector<int64_t>(d.begin(), d.begin() + std::ptrdiff_t(at)));
+  };
+  auto inputs = random_inputs(shape, 7);
+  Tensor reference = reference_output(task, inputs);
+  std::mt19937_64 rng(11);
+  for (int64_t tile : {14, 7}) {
+    auto d = vectorized_along_d0(space, 14, tile, rng);
+    std::vector<int64_t> expected = {1, 7};
+    if (tile == 14) expected = {1, 2, 14};
+    EXPECT_EQ(legal_widths(space, width, d), expected);
+    d[width] = tile;
+    d = space.repair(d, width + 1, rng);
+    ASSERT_TRUE(space.is_legal(d));
+    EXPECT_EQ(d[width], tile);
+    Tensor output = Tensor::zeros(shape.output_shape);
+    build_kernel(task, {KernelMethod::Space, d}, inputs, output)->run();
+    Verdict v = verify(output, reference, shape.reduction_length);
+    EXPECT_TRUE(v.ok) << "vector width " << tile << ": " << v.message;
+  }
+  ScheduleSpace wide(describe_task(parse_task_spec("matmul:m=8,n=24,k=8")));
+  size_t wide_width = point_index(wide, "out.vector_width");
+  EXPECT_EQ(legal_widths(wide, wide_width, vectorized_along_d0(wide, 24, 24, rng)),
+            (std::vector<int64_t>{1, 2, 4, 8}));
+}
+
 TEST(ScheduleSpace, IllegalDecisionsAreRejectedByName) {
   ScheduleSpace space(describe_task(parse_task_spec("matmul:m=64,n=64,k=64")));
   std::mt19937_64 rng(3);

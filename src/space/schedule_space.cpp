@@ -13,6 +13,7 @@ namespace tlm {
 namespace {
 
 constexpr int64_t kMaxOutputVector = 64;  // 4 AVX-512 registers of fp32 lanes
+constexpr int64_t kOneRegister = 16;      // fp32 lanes of one AVX-512 register
 constexpr int64_t kMaxReductionUnroll = 16;
 const std::vector<int64_t> kStageVectorWidths = {1, 2, 4, 8, 16};
 
@@ -37,6 +38,16 @@ std::vector<int64_t> power_of_two_divisors(int64_t n, int64_t cap) {
   std::vector<int64_t> v;
   for (int64_t w = 1; w <= cap && n % w == 0; w *= 2) v.push_back(w);
   return v;
+}
+
+// Output vector widths over a register tile of `tile`: its power-of-two divisors up to
+// `cap`, and the whole tile when it is not a power of two but fits one AVX-512 register
+// (14 of a 56-wide row: one 16-lane vector with two lanes idle, where powers of two stop
+// at 8; TVM MetaSchedule's choice for ResNet's 3x3 convolutions on Zen 5).
+std::vector<int64_t> output_vector_widths(int64_t tile, int64_t cap) {
+  std::vector<int64_t> widths = power_of_two_divisors(tile, cap);
+  if (tile > widths.back() && tile <= kOneRegister) widths.push_back(tile);
+  return widths;
 }
 
 }  // namespace
@@ -165,7 +176,7 @@ std::vector<int64_t> ScheduleSpace::legal_values(size_t i,
     case DecisionPoint::Rule::DivisorsOf:
       return divisors(prefix.at(p.ref));
     case DecisionPoint::Rule::VectorWidth:
-      return power_of_two_divisors(prefix.at(tile2_.at(prefix.at(p.ref))), p.cap);
+      return output_vector_widths(prefix.at(tile2_.at(prefix.at(p.ref))), p.cap);
     case DecisionPoint::Rule::UnrollIfSmall:
       return prefix.at(p.ref) <= p.cap ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
     case DecisionPoint::Rule::AtMost:
@@ -207,7 +218,8 @@ std::string ScheduleSpace::describe_point(size_t i) const {
     case DecisionPoint::Rule::DivisorsOf:
       return "divisors of " + points_[p.ref].name;
     case DecisionPoint::Rule::VectorWidth:
-      return "powers of two <= " + cap + " dividing the register tile of " + points_[p.ref].name;
+      return "powers of two <= " + cap + " dividing the register tile of " + points_[p.ref].name +
+             ", and that tile itself when it is at most 16";
     case DecisionPoint::Rule::UnrollIfSmall:
       return "{0,1} if " + points_[p.ref].name + " <= " + cap + ", else {0}";
     case DecisionPoint::Rule::AtMost:
