@@ -70,8 +70,8 @@ def main():
     detail.axhline(1 / 1.05, color="red", linewidth=0.8, linestyle="--",
                    label="training family 5% slower: not promoted")
     detail.set_yscale("log")
-    detail.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%.1fx"))
-    detail.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%.1fx"))
+    detail.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%.2fx"))
+    detail.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%.2fx"))
     detail.set_xticks(range(len(labels)))
     detail.set_xticklabels(labels, rotation=60, ha="right", fontsize=8)
     detail.set_ylabel("candidate speedup over parent (top-1, log)")
