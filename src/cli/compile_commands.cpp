@@ -74,7 +74,11 @@ void run_compile(CompileFlags f, const std::string& exe) {
   f.options.strategy = strategy_named(f.strategy);
   f.options.hardware = detect_hardware().fingerprint();
   if (!f.hardware.empty() && f.hardware != f.options.hardware) {
-    hardware_from_fingerprint(f.hardware);  // a one-line error when it is not one
+    try {
+      hardware_from_fingerprint(f.hardware);
+    } catch (const Error& e) {
+      throw Error(std::string("compile: --hardware: ") + e.what());
+    }
     if (f.options.trials_per_task > 0)
       throw Error("compile: --trials measures on this machine; --hardware " + f.hardware +
                   " names another");

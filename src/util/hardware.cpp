@@ -79,7 +79,7 @@ Hardware hardware_from_fingerprint(const std::string& fingerprint) {
   auto bad = [&] {
     return Error("'" + fingerprint +
                  "' is not a hardware fingerprint "
-                 "(e.g. x86-64-avx512/2c/L1d48K/L21024K/L332M)");
+                 "(e.g. x86-64-avx512/2c/L1d48K/L21024K/L3384M)");
   };
   std::istringstream in(fingerprint);
   std::string isa, cores, l1d, l2, l3, extra;
