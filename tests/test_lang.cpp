@@ -141,14 +141,11 @@ TEST(Vocabulary, MalformedSentencesAreErrors) {
   EXPECT_THROW(v.text(v.size()), Error);
 }
 
-}  // namespace
-}  // namespace tlm
-
 // A record's fingerprint names the machine its prompt describes: parsing it back gives the
 // same fingerprint and prompt facts, and strings that are not fingerprints are refused.
 TEST(Hardware, FingerprintsRoundTripAndOthersAreRefused) {
-  tlm::Hardware here = tlm::detect_hardware();
-  tlm::Hardware parsed = tlm::hardware_from_fingerprint(here.fingerprint());
+  Hardware here = detect_hardware();
+  Hardware parsed = hardware_from_fingerprint(here.fingerprint());
   EXPECT_EQ(parsed.fingerprint(), here.fingerprint());
   EXPECT_EQ(parsed.isa, here.isa);
   EXPECT_EQ(parsed.vector_bits, here.vector_bits);
@@ -158,15 +155,17 @@ TEST(Hardware, FingerprintsRoundTripAndOthersAreRefused) {
   for (const char* fingerprint :
        {"x86-64-avx512/2c/L1d32K/L21024K/L3320M", "x86-64-avx512/2c/L1d48K/L21024K/L332M",
         "x86-64-avx2/16c/L1d32K/L2512K/L30M", "x86-64/1c/L1d0K/L20K/L30M"})
-    EXPECT_EQ(tlm::hardware_from_fingerprint(fingerprint).fingerprint(), fingerprint);
-  EXPECT_EQ(tlm::hardware_from_fingerprint("x86-64-avx2/16c/L1d32K/L2512K/L30M").vector_bits, 256);
-  EXPECT_EQ(tlm::hardware_from_fingerprint("x86-64-avx512/2c/L1d48K/L21024K/L332M").l1d_bytes,
-            48 << 10);
+    EXPECT_EQ(hardware_from_fingerprint(fingerprint).fingerprint(), fingerprint);
+  EXPECT_EQ(hardware_from_fingerprint("x86-64-avx2/16c/L1d32K/L2512K/L30M").vector_bits, 256);
+  EXPECT_EQ(hardware_from_fingerprint("x86-64-avx512/2c/L1d48K/L21024K/L332M").l1d_bytes, 48 << 10);
   for (const char* bad :
        {"hw", "", "x86-64-avx512/2c/L1d32K/L21024K", "x86-64-avx512/2c/L1d32K/L21024K/L3320M/x",
         "arm64/2c/L1d32K/L21024K/L3320M", "x86-64-avx512/0c/L1d32K/L21024K/L3320M",
         "x86-64-avx512/2c/L1d032K/L21024K/L3320M", "x86-64-avx512/2c/L1d32/L21024K/L3320M",
         "x86-64-avx512/2c/L1d-3K/L21024K/L3320M",
         "x86-64-avx512/2c/L1d32K/L21024K/L3999999999999M"})
-    EXPECT_THROW(tlm::hardware_from_fingerprint(bad), tlm::Error) << bad;
+    EXPECT_THROW(hardware_from_fingerprint(bad), Error) << bad;
 }
+
+}  // namespace
+}  // namespace tlm

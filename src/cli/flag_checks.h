@@ -5,8 +5,11 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "graph/activation_layout.h"
+#include "util/error.h"
+#include "util/hardware.h"
 
 namespace tlm {
 
@@ -37,6 +40,22 @@ inline CLI::Validator in_range(double low, double high) {
 // A random seed: 32 bits.
 inline CLI::Validator seed_range() {
   return in_range(0, 4294967295.0);
+}
+
+// A hardware fingerprint (util/hardware.h) or one of `words` (e.g. all, this).
+inline CLI::Validator fingerprint_or(std::vector<std::string> words) {
+  return CLI::Validator(
+      [words](std::string& input) -> std::string {
+        for (const auto& word : words)
+          if (input == word) return "";
+        try {
+          hardware_from_fingerprint(input);
+        } catch (const Error& e) {
+          return e.what();
+        }
+        return "";
+      },
+      "FINGERPRINT");
 }
 
 // --activation-block auto|16|8|0: channels per block of activations kept blocked

@@ -72,11 +72,7 @@ struct FinetuneFlags {
 std::vector<Hardware> named_host(const std::string& which) {
   if (which == "all") return {};
   if (which == "this") return {detect_hardware()};
-  try {
-    return {hardware_named(which)};
-  } catch (const Error& e) {
-    throw Error(std::string("train finetune: --hardware: ") + e.what() + " (or all, this)");
-  }
+  return {hardware_named(which)};
 }
 
 // Writes the best measured schedules of the store to the run directory, then trains the
@@ -212,9 +208,11 @@ void add_train_commands(CLI::App& app, const std::string& command_line) {
   finetune->add_flag("--model-proposals", fine->model_proposals,
                      "with --speed-classes: also every schedule a model proposed (tlm improve's "
                      "data)");
-  finetune->add_option("--hardware", fine->hardware,
-                       "whose records: all (default; each prompted with its host), this, or a "
-                       "hardware fingerprint");
+  finetune
+      ->add_option("--hardware", fine->hardware,
+                   "whose records: all (default; each prompted with its host), this, or a "
+                   "hardware fingerprint")
+      ->check(fingerprint_or({"all", "this"}));
   finetune->add_option("--exclude", fine->exclude,
                        "task lists to leave out (held-out, validation; repeat the flag)");
   add_training_options(finetune, fine->train);
