@@ -28,6 +28,7 @@
 #include "runtime/run_report.h"
 #include "runtime/runtime.h"
 #include "space/schedule_space.h"
+#include "util/aligned.h"
 #include "util/error.h"
 #include "util/hardware.h"
 
@@ -67,6 +68,26 @@ void store_random_schedules(const Graph& graph, RecordStore& store, const std::s
   }
 }
 
+// Every weight and activation starts on a cache line of its buffer (util/aligned.h), and
+// the buffers themselves do, whatever their size (large ones come from mmap).
+void expect_cache_line_aligned(const Plan& plan) {
+  for (const auto& t : plan.tensors) {
+    if (t.kind == TensorKind::Weight) {
+      EXPECT_EQ(t.weight_offset % kCacheLineFloats, 0) << t.name;
+    } else if (t.kind == TensorKind::Activation) {
+      EXPECT_EQ(t.arena_offset % kCacheLineFloats, 0) << t.name;
+    }
+  }
+}
+
+TEST(Compile, AlignedBuffersStartOnACacheLine) {
+  for (size_t floats : {size_t(1), size_t(3), size_t(1000), size_t(1) << 20, size_t(3) << 22}) {
+    AlignedFloats buffer(floats, 1.0f);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(buffer.data()) % kCacheLineBytes, 0u) << floats;
+    EXPECT_EQ(buffer.back(), 1.0f);
+  }
+}
+
 Plan expect_compiled_matches_interpreter(const std::string& name, const ZooOptions& zoo,
                                          const std::string& strategy = "reference",
                                          int64_t activation_block = 0) {
@@ -81,6 +102,7 @@ Plan expect_compiled_matches_interpreter(const std::string& name, const ZooOptio
     store_random_schedules(graph, *store, options.hardware, activation_block);
   }
   Plan plan = compile_model(graph, weights, options, store.get(), nullptr);
+  expect_cache_line_aligned(plan);
   if (strategy == "store") {
     int packed = 0;
     for (const auto& t : plan.tasks) packed += t.weight_block > 1;

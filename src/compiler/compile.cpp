@@ -18,6 +18,7 @@
 #include "runtime/plan_check.h"
 #include "search/task_scheduler.h"
 #include "space/schedule_space.h"
+#include "util/aligned.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -103,11 +104,20 @@ struct PlanBuilder {
       PlanTensor pt{gt.name, gt.shape, TensorKind::Fused, -1, 0, 0, dtype_name(gt.dtype)};
       if (gt.producer < 0) pt.kind = gt.constant ? TensorKind::Weight : TensorKind::Input;
       if (gt.constant) {
-        pt.weight_offset = int64_t(weights.size());
-        weights.insert(weights.end(), w.at(int(t)).begin(), w.at(int(t)).end());
+        const auto& values = w.at(int(t));
+        pt.weight_offset = reserve_weight(values.size());
+        std::copy(values.begin(), values.end(), weights.begin() + pt.weight_offset);
       }
       plan.tensors.push_back(pt);
     }
+  }
+
+  // Room for `floats` more weight values at the next cache line (util/aligned.h); their offset.
+  int64_t reserve_weight(size_t floats) {
+    int64_t offset =
+        (int64_t(weights.size()) + kCacheLineFloats - 1) / kCacheLineFloats * kCacheLineFloats;
+    weights.resize(size_t(offset) + floats);
+    return offset;
   }
 
   // The tensor a kernel reads weight `tensor` from, packed in blocks of `block` along
@@ -124,8 +134,7 @@ struct PlanBuilder {
     int target = tensor;
     if (plain_reads.count(tensor) || packed_reads[tensor].size() > 1) {
       t.name += ".packed" + std::to_string(block);
-      t.weight_offset = int64_t(weights.size());
-      weights.resize(weights.size() + data.size());
+      t.weight_offset = reserve_weight(data.size());
       target = int(plan.tensors.size());
       plan.tensors.push_back(t);
     } else {

@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <numeric>
 
+#include "util/aligned.h"
 #include "util/error.h"
 
 namespace tlm {
 namespace {
-
-constexpr int64_t kAlignFloats = 16;  // 64 bytes
 
 int64_t floats_of(const PlanTensor& t) {
   int64_t n = 1;
@@ -49,7 +48,7 @@ bool overlap_in_time(const Lifetime& a, const Lifetime& b) {
 }
 
 int64_t align(int64_t n) {
-  return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+  return (n + kCacheLineFloats - 1) / kCacheLineFloats * kCacheLineFloats;
 }
 
 }  // namespace

@@ -18,11 +18,11 @@ namespace tlm {
 namespace {
 
 // weights.bin, checked against the plan's record: its size before reading, its content after.
-std::vector<float> read_weights(const std::string& dir, const Plan& plan) {
+AlignedFloats read_weights(const std::string& dir, const Plan& plan) {
   std::string path = dir + "/weights.bin";
   int64_t bytes = regular_file_size(path);
   check_artifact_file(dir, plan, {"weights.bin", bytes, ""});
-  std::vector<float> w(size_t(bytes) / sizeof(float));
+  AlignedFloats w(size_t(bytes) / sizeof(float));
   std::ifstream in(path, std::ios::binary);
   if (!in.read(reinterpret_cast<char*>(w.data()), std::streamsize(w.size() * sizeof(float))))
     throw Error("cannot read '" + path + "'");

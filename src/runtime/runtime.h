@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/artifact.h"
+#include "util/aligned.h"
 
 namespace tlm {
 
@@ -44,7 +45,7 @@ class CompiledModel {
   size_t memory_bytes() const;  // weights, inputs and one run's activations
 
  private:
-  using Arena = std::vector<float>;
+  using Arena = AlignedFloats;  // 64-byte aligned, as are the plan's offsets in it
   // The memory one run sees: its arena and the caller's inputs.
   struct RunMemory {
     float* arena;
@@ -58,7 +59,7 @@ class CompiledModel {
 
   Plan plan_;
   void* library_ = nullptr;
-  std::vector<float> weights_;
+  AlignedFloats weights_;
   std::vector<int> input_slot_;             // per tensor: its index among the plan's inputs
   std::vector<int (*)(void**)> functions_;  // per step, kernels only
   mutable std::mutex arenas_mutex_;
