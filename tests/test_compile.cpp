@@ -502,6 +502,11 @@ TEST(RunReport, ShowsGflopsAgainstThePeakAndTheKernelAlone) {
     EXPECT_NE(line_a.find(cell), std::string::npos) << cell << " in: " << line_a;
   std::string line_b = table.substr(table.find("    5.000"));
   EXPECT_EQ(line_b.substr(0, line_b.find('\n')).find("%  "), line_b.find("%  "));
+  // In all 9 ms; "a" alone is 2 steps x 1 ms against its 3.5 in the model.
+  EXPECT_NE(table.find("9.000 ms in all; the 1 tasks timed alone: 3.500 ms in the model, "
+                       "2.000 ms alone (0.57x)"),
+            std::string::npos)
+      << table;
   std::string json_path = fresh_dir("report") + ".json";
   write_report_json(json_path, rows, 2000);
   auto j = nlohmann::json::parse(read_text(json_path));
@@ -509,6 +514,10 @@ TEST(RunReport, ShowsGflopsAgainstThePeakAndTheKernelAlone) {
   EXPECT_EQ(j["tasks"][1]["task"], "a");
   EXPECT_NEAR(j["tasks"][1]["gflops"].get<double>(), 571.43, 0.01);
   EXPECT_EQ(j["tasks"][0]["alone_ms"], 0);
+  EXPECT_DOUBLE_EQ(j["total_ms"].get<double>(), 9.0);
+  EXPECT_EQ(j["timed_alone"]["tasks"], 1);
+  EXPECT_DOUBLE_EQ(j["timed_alone"]["in_model_ms"].get<double>(), 3.5);
+  EXPECT_DOUBLE_EQ(j["timed_alone"]["alone_ms"].get<double>(), 2.0);
 }
 
 // The measured peak is a real rate: positive, and below what the ISA allows one core

@@ -78,6 +78,18 @@ std::string number_or_dash(const char* format, double value) {
 
 }  // namespace
 
+ReportTotals report_totals(const std::vector<TaskTime>& rows) {
+  ReportTotals t;
+  for (const auto& r : rows) {
+    t.ms += r.ms;
+    if (r.alone_ms <= 0) continue;
+    t.timed_ms += r.ms;
+    t.alone_ms += r.alone_ms * r.steps;
+    t.timed_tasks += 1;
+  }
+  return t;
+}
+
 std::string format_report_table(const std::vector<TaskTime>& rows, double peak_gflops) {
   double total = total_ms(rows);
   std::string out;
@@ -95,6 +107,17 @@ std::string format_report_table(const std::vector<TaskTime>& rows, double peak_g
                   number_or_dash("%.2fx", vs_alone).c_str(), r.label.c_str());
     out += line;
   }
+  ReportTotals totals = report_totals(rows);
+  std::snprintf(line, sizeof line, "  %9.3f ms in all", totals.ms);
+  out += line;
+  if (totals.alone_ms > 0) {
+    std::snprintf(line, sizeof line,
+                  "; the %d tasks timed alone: %.3f ms in the model, %.3f ms alone (%.2fx)",
+                  totals.timed_tasks, totals.timed_ms, totals.alone_ms,
+                  totals.alone_ms / totals.timed_ms);
+    out += line;
+  }
+  out += "\n";
   if (peak_gflops > 0)
     out += "  (GFLOP/s in the model; %peak of " + number_or_dash("%.0f", peak_gflops) +
            " GFLOP/s measured on this machine; alone: the same kernel timed by itself)\n";
@@ -114,7 +137,14 @@ void write_report_json(const std::string& path, const std::vector<TaskTime>& row
                      {"gflops", r.gflops()},
                      {"alone_ms", r.alone_ms},
                      {"alone_gflops", r.alone_gflops()}});
-  nlohmann::json j = {{"peak_gflops", peak_gflops}, {"tasks", tasks}};
+  ReportTotals totals = report_totals(rows);
+  nlohmann::json j = {{"peak_gflops", peak_gflops},
+                      {"total_ms", totals.ms},
+                      {"timed_alone",
+                       {{"tasks", totals.timed_tasks},
+                        {"in_model_ms", totals.timed_ms},
+                        {"alone_ms", totals.alone_ms}}},
+                      {"tasks", tasks}};
   write_file(path, j.dump(2) + "\n");
 }
 

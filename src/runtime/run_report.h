@@ -34,6 +34,16 @@ std::vector<StepTiming> time_steps(const CompiledModel& model,
 std::vector<StepTiming> median_step_timings(const std::vector<std::vector<StepTiming>>& runs);
 // Per-label totals, largest first.
 std::vector<TaskTime> summarize_steps(const std::vector<StepTiming>& timings);
+// The model's step times summed, and over the tasks whose kernel was timed alone: their
+// time in the model and alone (steps x alone_ms). The gap between the two is what the
+// model loses around its kernels (cold weights, caches, wake-ups), not in them.
+struct ReportTotals {
+  double ms = 0;        // every step
+  double timed_ms = 0;  // the steps of tasks timed alone, in the model
+  double alone_ms = 0;  // the same steps' kernels alone
+  int timed_tasks = 0;
+};
+ReportTotals report_totals(const std::vector<TaskTime>& rows);
 // `peak_gflops` 0: not measured (its column is left out).
 std::string format_report_table(const std::vector<TaskTime>& rows, double peak_gflops = 0);
 void write_report_json(const std::string& path, const std::vector<TaskTime>& rows,
