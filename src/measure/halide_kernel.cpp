@@ -42,8 +42,10 @@ class HalideKernel : public Kernel {
       Tensor* tensor = const_cast<Tensor*>(&inputs[i]);
       if (weight_block > 1 && int(i) == pipeline_.shape.packable_input) {
         int dim = pipeline_.shape.packable_dim;
+        auto packed = pack_channel_blocks({tensor->data.begin(), tensor->data.end()}, tensor->shape,
+                                          weight_block, dim);
         packed_ = {packed_shape(tensor->shape, weight_block, dim),
-                   pack_channel_blocks(tensor->data, tensor->shape, weight_block, dim)};
+                   AlignedFloats(packed.begin(), packed.end())};
         tensor = &packed_;
       }
       input_buffers_.push_back(wrap(*tensor));

@@ -10,7 +10,7 @@ namespace tlm {
 Tensor Tensor::zeros(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t e : shape) n *= e;
-  return {shape, std::vector<float>(static_cast<size_t>(n), 0.0f)};
+  return {shape, AlignedFloats(static_cast<size_t>(n), 0.0f)};
 }
 
 std::vector<Tensor> random_inputs(const TaskShape& task, uint64_t seed) {
