@@ -114,8 +114,7 @@ struct PlanBuilder {
 
   // Room for `floats` more weight values at the next cache line (util/aligned.h); their offset.
   int64_t reserve_weight(size_t floats) {
-    int64_t offset =
-        (int64_t(weights.size()) + kCacheLineFloats - 1) / kCacheLineFloats * kCacheLineFloats;
+    int64_t offset = round_up_to_cache_line(int64_t(weights.size()));
     weights.resize(size_t(offset) + floats);
     return offset;
   }

@@ -47,10 +47,6 @@ bool overlap_in_time(const Lifetime& a, const Lifetime& b) {
   return a.first <= b.last && b.first <= a.last;
 }
 
-int64_t align(int64_t n) {
-  return (n + kCacheLineFloats - 1) / kCacheLineFloats * kCacheLineFloats;
-}
-
 }  // namespace
 
 int64_t activation_floats(const Plan& plan) {
@@ -81,7 +77,7 @@ void plan_memory(Plan& plan) {
     int64_t offset = 0, size = floats_of(plan.tensors[t]);
     for (const auto& [begin, end] : busy) {
       if (offset + size <= begin) break;
-      offset = std::max(offset, align(end));
+      offset = std::max(offset, round_up_to_cache_line(end));
     }
     plan.tensors[t].arena_offset = offset;
     plan.arena_floats = std::max(plan.arena_floats, offset + size);
