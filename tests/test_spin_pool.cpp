@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 #include <vector>
@@ -64,6 +65,37 @@ TEST(SpinPool, NestedAndConcurrentLoopsComplete) {
   for (auto& t : threads) t.join();
   for (auto& counts : per_thread)
     for (auto& c : counts.runs) EXPECT_EQ(c.load(), 200);
+}
+
+// Each iteration records the thread that ran it, after ~100 microseconds of work.
+struct Owners {
+  std::vector<std::thread::id> by_iteration;
+  explicit Owners(int n) : by_iteration(size_t(n)) {}
+};
+
+int note_owner(void* context, int index, uint8_t*) {
+  auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::microseconds(100)) {
+  }
+  static_cast<Owners*>(context)->by_iteration[size_t(index)] = std::this_thread::get_id();
+  return 0;
+}
+
+// The caller runs the loop's first contiguous block itself (a worker takes the next), so
+// consecutive steps split their data the same way; dealing iterations out one at a time
+// from a shared counter gave the caller about every other one.
+TEST(SpinPool, TheCallerRunsTheFirstBlockOfTheLoop) {
+  int threads = spin_pool_threads();
+  if (threads < 2) GTEST_SKIP() << "one thread: the caller runs every iteration";
+  const int size = 16 * threads, block = size / threads, loops = 20;
+  int own = 0;
+  for (int loop = 0; loop < loops; ++loop) {
+    Owners owners(size);
+    ASSERT_EQ(spin_pool_do_par_for(&owners, note_owner, 0, size, nullptr), 0);
+    for (int i = 0; i < block; ++i)
+      own += owners.by_iteration[size_t(i)] == std::this_thread::get_id();
+  }
+  EXPECT_GE(double(own) / (loops * block), 0.75);
 }
 
 TEST(SpinPool, UsesTheMachinesThreadsUnlessHalidesVariableSaysOtherwise) {

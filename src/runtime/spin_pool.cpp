@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -21,8 +22,10 @@ void cpu_relax() {
 
 class SpinPool {
  public:
-  explicit SpinPool(int threads) {
-    for (int t = 1; t < threads; ++t) workers_.emplace_back([this] { work_loop(); });
+  explicit SpinPool(int threads) : blocks_(size_t(threads)) {
+    const char* mode = std::getenv("TLM_POOL_SCHEDULE");
+    dynamic_ = mode && std::string(mode) == "dynamic";
+    for (int t = 1; t < threads; ++t) workers_.emplace_back([this, t] { work_loop(t); });
   }
   ~SpinPool() {
     {
@@ -40,6 +43,11 @@ class SpinPool {
       return run_inline(user_context, task, min, size, closure);
     job_ = {user_context, task, closure, min + size};
     next_.store(min);
+    int parts = int(blocks_.size());
+    for (int p = 0; p < parts; ++p) {
+      blocks_[p].next.store(min + int(int64_t(size) * p / parts));
+      blocks_[p].end = min + int(int64_t(size) * (p + 1) / parts);
+    }
     result_.store(0);
     unfinished_.store(int(workers_.size()));
     {
@@ -47,7 +55,7 @@ class SpinPool {
       generation_.fetch_add(1, std::memory_order_release);
     }
     if (sleepers_.load() > 0) wake_.notify_all();
-    take_iterations();
+    take_iterations(0);
     while (unfinished_.load(std::memory_order_acquire) > 0) cpu_relax();
     busy_.store(false);
     return result_.load();
@@ -68,10 +76,22 @@ class SpinPool {
     return 0;
   }
 
-  void take_iterations() {
-    for (int i; (i = next_.fetch_add(1)) < job_.end;) {
-      if (result_.load(std::memory_order_relaxed) != 0) continue;  // a failure: drain
-      if (int r = job_.task(job_.user_context, i, job_.closure)) result_.store(r);
+  void run_iteration(int i) {
+    if (result_.load(std::memory_order_relaxed) != 0) return;  // a failure: drain
+    if (int r = job_.task(job_.user_context, i, job_.closure)) result_.store(r);
+  }
+
+  // Participant `self` first runs its own contiguous block of the loop in order, then
+  // helps with the others' (so a slow thread does not hold the loop up).
+  void take_iterations(int self) {
+    if (dynamic_) {
+      for (int i; (i = next_.fetch_add(1)) < job_.end;) run_iteration(i);
+      return;
+    }
+    int parts = int(blocks_.size());
+    for (int k = 0; k < parts; ++k) {
+      Block& b = blocks_[(self + k) % parts];
+      for (int i; (i = b.next.fetch_add(1)) < b.end;) run_iteration(i);
     }
   }
 
@@ -94,17 +114,24 @@ class SpinPool {
     return generation_.load(std::memory_order_acquire);
   }
 
-  void work_loop() {
+  void work_loop(int self) {
     uint64_t seen =
         0;  // the generation at construction: a job posted before this thread ran counts
     while (true) {
       seen = wait_for_job(seen);
       if (stop_) return;
-      take_iterations();
+      take_iterations(self);
       unfinished_.fetch_sub(1, std::memory_order_release);
     }
   }
 
+  struct Block {
+    std::atomic<int> next{0};
+    int end = 0;
+    char pad[64 - sizeof(std::atomic<int>) - sizeof(int)];  // one cache line per block
+  };
+  std::vector<Block> blocks_;
+  bool dynamic_ = false;
   std::vector<std::thread> workers_;
   std::atomic<bool> busy_{false};
   Job job_;
