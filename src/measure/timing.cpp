@@ -13,6 +13,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace tlm {
 namespace {
@@ -82,8 +83,23 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// MB written before each run to push the kernel's data out of the caches
+// (TLM_TIMING_FLUSH_MB, for experiments; 0 = warm runs).
+void flush_caches() {
+  static size_t bytes = [] {
+    const char* env = std::getenv("TLM_TIMING_FLUSH_MB");
+    return env ? size_t(std::atof(env) * 1048576) : size_t(0);
+  }();
+  if (!bytes) return;
+  static std::vector<char> junk(bytes);
+  static char value = 0;
+  ++value;
+  for (size_t i = 0; i < bytes; i += 64) junk[i] = value;
+}
+
 // Before a run: a fixed gap, or until the other threads are idle if `settle_max` > 0.
 void settle(double gap, double settle_max) {
+  flush_caches();
   if (settle_max > 0)
     wait_until_other_threads_idle(settle_max);
   else

@@ -4,7 +4,9 @@
 // Between runs the process busy-waits instead of sleeping (a sleeping process pays ~6 ms
 // to wake the thread pool on this kind of machine).
 //
-// One kernel: a 0.5 ms gap before each run (TLM_TIMING_GAP_MS overrides it).
+// One kernel: a 0.5 ms gap before each run (TLM_TIMING_GAP_MS overrides it). For
+// experiments, TLM_TIMING_FLUSH_MB=N writes N MB before each run so the kernel starts with
+// its weights and inputs out of the caches, as a large-weight step does in a model.
 // Several kernels: each takes its turn as a block: a settle, one untimed run that wakes
 // its own thread pool, then `block_runs` timed runs back to back. The settle waits until
 // the process's other threads are idle (their per-thread CPU clocks stop advancing):
