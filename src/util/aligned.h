@@ -3,15 +3,26 @@
 // (one AVX-512 register, one 16-channel block) a kernel loads from it straddles two cache
 // lines. A compiled model's weights and activation arena are held in these instead, and
 // the plan places each tensor at a multiple of kCacheLineFloats from their start.
+//
+// A buffer of 2 MB or more starts on a 2 MB boundary and asks the kernel for transparent
+// huge pages (madvise; Debian's default is THP on request only): a model's 100-600 MB of
+// weights are then read through one TLB entry per 2 MB instead of per 4 KB. GPT-2 ran
+// faster by its minimum over 30 runs in 7 of 7 interleaved rounds (1.02-1.10x; session 23,
+// Zen 5), ResNet-50 in 4 of 6 (within that hour's noise). TLM_HUGE_PAGES=0 turns it off.
 #pragma once
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <new>
+#include <string>
 #include <vector>
 
 namespace tlm {
 
 constexpr size_t kCacheLineBytes = 64;
+constexpr size_t kHugePageBytes = size_t(2) << 20;
 constexpr int64_t kCacheLineFloats = int64_t(kCacheLineBytes / sizeof(float));
 
 // `floats` rounded up to a whole number of cache lines: the next cache-line offset.
@@ -26,9 +37,21 @@ struct CacheLineAllocator {
   template <class U>
   CacheLineAllocator(const CacheLineAllocator<U>&) {}
   T* allocate(size_t n) {
-    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kCacheLineBytes)));
+    size_t bytes = n * sizeof(T), align = alignment(bytes);
+    void* p = ::operator new(bytes, std::align_val_t(align));
+    if (align == kHugePageBytes) madvise(p, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
+    return static_cast<T*>(p);
   }
-  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(kCacheLineBytes)); }
+  void deallocate(T* p, size_t n) {
+    ::operator delete(p, std::align_val_t(alignment(n * sizeof(T))));
+  }
+  static size_t alignment(size_t bytes) {
+    static bool huge = [] {
+      const char* env = std::getenv("TLM_HUGE_PAGES");
+      return !(env && std::string(env) == "0");
+    }();
+    return huge && bytes >= kHugePageBytes ? kHugePageBytes : kCacheLineBytes;
+  }
   template <class U>
   bool operator==(const CacheLineAllocator<U>&) const {
     return true;
