@@ -81,14 +81,12 @@ void expect_cache_line_aligned(const Plan& plan) {
 }
 
 TEST(Compile, AlignedBuffersStartOnACacheLineAndLargeOnesOnAHugePage) {
-  const char* env = std::getenv("TLM_HUGE_PAGES");
-  bool huge = !(env && std::string(env) == "0");
   for (size_t floats :
        {size_t(1), size_t(3), size_t(1000), size_t(1) << 19, size_t(1) << 20, size_t(3) << 22}) {
     AlignedFloats buffer(floats, 1.0f);
     auto address = reinterpret_cast<uintptr_t>(buffer.data());
     EXPECT_EQ(address % kCacheLineBytes, 0u) << floats;
-    if (huge && floats * sizeof(float) >= kHugePageBytes) {
+    if (huge_pages_wanted() && floats * sizeof(float) >= kHugePageBytes) {
       EXPECT_EQ(address % kHugePageBytes, 0u) << floats;
     }
     EXPECT_EQ(buffer.back(), 1.0f);

@@ -125,10 +125,9 @@ class SpinPool {
     }
   }
 
-  struct Block {
+  struct alignas(64) Block {  // one cache line per block: threads take from their own
     std::atomic<int> next{0};
     int end = 0;
-    char pad[64 - sizeof(std::atomic<int>) - sizeof(int)];  // one cache line per block
   };
   std::vector<Block> blocks_;
   bool dynamic_ = false;

@@ -30,6 +30,15 @@ constexpr int64_t round_up_to_cache_line(int64_t floats) {
   return (floats + kCacheLineFloats - 1) / kCacheLineFloats * kCacheLineFloats;
 }
 
+// Whether buffers of 2 MB or more ask for huge pages (unless TLM_HUGE_PAGES=0).
+inline bool huge_pages_wanted() {
+  static const bool wanted = [] {
+    const char* env = std::getenv("TLM_HUGE_PAGES");
+    return !(env && std::string(env) == "0");
+  }();
+  return wanted;
+}
+
 template <class T>
 struct CacheLineAllocator {
   using value_type = T;
@@ -46,11 +55,7 @@ struct CacheLineAllocator {
     ::operator delete(p, std::align_val_t(alignment(n * sizeof(T))));
   }
   static size_t alignment(size_t bytes) {
-    static bool huge = [] {
-      const char* env = std::getenv("TLM_HUGE_PAGES");
-      return !(env && std::string(env) == "0");
-    }();
-    return huge && bytes >= kHugePageBytes ? kHugePageBytes : kCacheLineBytes;
+    return huge_pages_wanted() && bytes >= kHugePageBytes ? kHugePageBytes : kCacheLineBytes;
   }
   template <class U>
   bool operator==(const CacheLineAllocator<U>&) const {
