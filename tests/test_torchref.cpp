@@ -8,8 +8,10 @@
 
 #include "compiler/compile.h"
 #include "graph/interpreter.h"
+#include "graph/rewrites.h"
 #include "graph/zoo.h"
 #include "runtime/runtime.h"
+#include "space/schedule_space.h"
 #include "torchref/torch_graph.h"
 #include "util/error.h"
 
@@ -91,6 +93,61 @@ void expect_compiled_matches_torch(const std::string& name, const ZooOptions& zo
   auto got = CompiledModel::load(dir)->run({input}).at(0);
   expect_close(got, expected, 1e-3);
   std::system(("rm -rf " + dir).c_str());
+}
+
+// Two 3x3 convolutions Winograd computes (30x30: the last tiles hang over the edge; batch
+// 2) and a strided one it does not.
+Graph winograd_graph(int64_t size) {
+  Graph g("winograd", 5);
+  int x = g.input("x", {2, 16, size, size});
+  int c = g.add(OpKind::Conv2d, {x, g.constant("w1", {24, 16, 3, 3}), g.constant("b1", {24})},
+                {{"pad", {1}}});
+  c = g.add(OpKind::Conv2d, {g.add(OpKind::Relu, {c}), g.constant("w2", {16, 24, 3, 3})},
+            {{"pad", {1}}});
+  c = g.add(OpKind::Conv2d, {c, g.constant("w3", {8, 16, 3, 3})}, {{"stride", {2}}, {"pad", {1}}});
+  g.mark_output(c);
+  return g;
+}
+
+size_t count_nodes(const Graph& g, OpKind op) {
+  size_t count = 0;
+  for (const Node& n : g.nodes()) count += n.op == op;
+  return count;
+}
+
+TEST(Winograd, RewrittenConvolutionsComputeTheDirectOnesInEveryEngine) {
+  Graph graph = winograd_graph(30);
+  Weights weights = draw_weights(graph);
+  WeightedGraph rewritten = winograd_convolutions(graph, weights);
+  EXPECT_EQ(count_nodes(rewritten.graph, OpKind::WinogradInput), 2u);
+  EXPECT_EQ(count_nodes(rewritten.graph, OpKind::WinogradOutput), 2u);
+  EXPECT_EQ(count_nodes(rewritten.graph, OpKind::Conv2d), 1u);  // the strided one
+  auto input = random_input(graph, 3);
+  auto expected = interpret(graph, weights, {input})[graph.outputs()[0]];
+  const Graph& w = rewritten.graph;
+  expect_close(interpret(w, rewritten.weights, {input})[w.outputs()[0]], expected, 1e-4);
+  expect_close(TorchGraph(w, rewritten.weights).run({input}).at(0), expected, 1e-4);
+
+  std::string dir = ::testing::TempDir() + "tlm_winograd" + std::to_string(getpid());
+  CompileOptions options;
+  options.out_dir = dir, options.strategy = Strategy::Mullapudi2016;
+  options.hardware = "test-hardware", options.progress = false, options.winograd = true;
+  Plan plan = compile_model(graph, weights, options, nullptr, nullptr);
+  int fixed = 0;
+  for (const auto& t : plan.tasks) fixed += t.strategy == "fixed";
+  EXPECT_EQ(fixed, 4);  // an input and an output transform per convolution shape
+  expect_close(CompiledModel::load(dir)->run({input}).at(0), expected, 1e-3);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(Winograd, SmallImagesStayDirectAndTransformsHaveNoDecisions) {
+  Graph small = winograd_graph(8);  // 2 x 8 x 8 outputs: too few tiles to pay
+  EXPECT_EQ(count_nodes(winograd_convolutions(small, {}).graph, OpKind::WinogradInput), 0u);
+  for (const char* spec : {"winograd_in:n=1,c=64,h=56,w=56", "winograd_out:n=1,k=64,h=56,w=56"}) {
+    TaskShape shape = describe_task(parse_task_spec(spec));
+    EXPECT_TRUE(shape.fixed_schedule) << spec;
+    EXPECT_EQ(ScheduleSpace(shape).num_points(), 0u) << spec;
+  }
 }
 
 TEST(CompiledVsTorch, ResNet50) {

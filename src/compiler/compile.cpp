@@ -33,6 +33,10 @@ PlanTask choose_schedule(const TaskUse& use, const CompileOptions& o, const Reco
                          ScheduleModel* model, const Hardware& machine) {
   TaskSpec task = parse_task_spec(use.spec);
   PlanTask t{use.spec, "", "", {}, 1, use.count};
+  if (describe_task(task).fixed_schedule) {  // its algorithm's own (ops/winograd.h)
+    t.strategy = "fixed";
+    return t;
+  }
   bool any = o.strategy == Strategy::Auto;
   if (store && (any || o.strategy == Strategy::Store))
     if (auto best = fastest_legal(*store, use.spec, o.hardware)) {
@@ -250,6 +254,7 @@ std::vector<TaskUse> tasks_of(const std::vector<LayoutCandidate>& candidates) {
 }  // namespace
 
 Candidate plan_task_candidate(const PlanTask& task) {
+  if (task.strategy == "fixed") return {KernelMethod::Space, {}};
   if (task.decisions.empty()) return {kernel_method_named(task.strategy), {}};
   return {KernelMethod::Space, task.decisions};
 }
@@ -267,7 +272,7 @@ Strategy strategy_named(const std::string& name) {
 Plan compile_model(const Graph& graph, const Weights& weights, const CompileOptions& o,
                    RecordStore* store, ScheduleModel* model, Measurer* measurer) {
   auto start = std::chrono::steady_clock::now();
-  auto candidates = layout_candidates(graph, weights, o.activation_block);
+  auto candidates = layout_candidates(graph, weights, o.activation_block, o.winograd);
   const auto& unsupported = candidates.front().partition.unsupported;
   if (!unsupported.empty())
     throw Error("compile: " + std::to_string(unsupported.size()) +

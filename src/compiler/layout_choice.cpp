@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "graph/activation_layout.h"
+#include "graph/rewrites.h"
 #include "ops/task_shape.h"
 #include "ops/task_spec.h"
 #include "space/schedule_space.h"
@@ -10,7 +11,8 @@
 namespace tlm {
 namespace {
 
-LayoutCandidate candidate_from(WeightedGraph prepared, int64_t block) {
+LayoutCandidate candidate_from(WeightedGraph prepared, int64_t block, bool winograd) {
+  if (winograd) prepared = winograd_convolutions(prepared.graph, prepared.weights);
   LayoutCandidate c{block, std::move(prepared), {}};
   c.partition = partition_graph(c.prepared.graph);
   return c;
@@ -23,18 +25,19 @@ std::string layout_name(int64_t block) {
 }  // namespace
 
 std::vector<LayoutCandidate> layout_candidates(const Graph& graph, const Weights& weights,
-                                               int64_t activation_block) {
+                                               int64_t activation_block, bool winograd) {
   WeightedGraph plain = prepare_graph(graph, weights, 0);
   if (activation_block != kAutoActivationBlock) {
     if (activation_block > 0)
       plain = block_activations(plain.graph, plain.weights, activation_block);
-    return {candidate_from(std::move(plain), activation_block)};
+    return {candidate_from(std::move(plain), activation_block, winograd)};
   }
-  if (!can_block_activations(plain.graph)) return {candidate_from(std::move(plain), 0)};
+  if (!can_block_activations(plain.graph)) return {candidate_from(std::move(plain), 0, winograd)};
   int64_t rule = auto_activation_block(plain.graph);
   std::vector<LayoutCandidate> candidates;
-  candidates.push_back(candidate_from(block_activations(plain.graph, plain.weights, 16), 16));
-  candidates.push_back(candidate_from(std::move(plain), 0));
+  candidates.push_back(
+      candidate_from(block_activations(plain.graph, plain.weights, 16), 16, winograd));
+  candidates.push_back(candidate_from(std::move(plain), 0, winograd));
   // a node that has no task when blocked (none so far) keeps the model NCHW
   if (!candidates[0].partition.unsupported.empty())
     candidates.erase(candidates.begin());

@@ -31,8 +31,10 @@ struct LayoutCandidate {
 // One candidate for an explicit block (0, 8, 16); for kAutoActivationBlock the rule's
 // first then the other, or only NCHW when blocks change no task or leave a node without
 // one. The first candidate's partition.unsupported says which nodes cannot compile.
+// `winograd`: each candidate's 3x3 convolutions that Winograd suits rewritten so
+// (graph/rewrites.h; in practice only NCHW ones).
 std::vector<LayoutCandidate> layout_candidates(const Graph& graph, const Weights& weights,
-                                               int64_t activation_block);
+                                               int64_t activation_block, bool winograd = false);
 
 // Sum over the tasks of uses x the fastest measured median (ms) of a schedule legal in
 // the task's space; nothing when a task has no such record.

@@ -29,6 +29,13 @@ WeightedGraph fold_batchnorm(const Graph& graph, const Weights& weights);
 WeightedGraph split_batchnorm(const Graph& graph, const Weights& weights);
 WeightedGraph pad_wide_dense(const Graph& graph, const Weights& weights);
 WeightedGraph remove_dead(const Graph& graph, const Weights& weights);
+// Each 3x3 convolution (stride 1, padding 1, one group, NCHW) where winograd_pays, as
+// winograd_input -> batched product with the transformed filters -> winograd_output
+// (ops/winograd.h); the bias moves to the output transform, the rest of the chain stays.
+WeightedGraph winograd_convolutions(const Graph& graph, const Weights& weights);
+// Whether Winograd F(4x4, 3x3) beats the direct convolution at this size (measured:
+// bench/reports/winograd_*.txt).
+bool winograd_pays(int64_t n, int64_t c, int64_t k, int64_t h, int64_t w);
 
 // The rewrites every compile applies before partitioning, in order, ending with the
 // activation layout (activation_layout.h; `activation_block` 0 keeps every activation

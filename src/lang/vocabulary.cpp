@@ -68,6 +68,8 @@ const char* const kWords[] = {
     "+keep_where", "+rkeep_where", "+keep_unless", "+rkeep_unless", "x0", "x1", "x2", "x3",
     // channel-blocked activations of convolutions
     "in_block", "out_block", "block",
+    // Winograd transforms (their schedule is fixed: the model never writes one)
+    "op:winograd_in", "op:winograd_out",
 };
 // clang-format on
 

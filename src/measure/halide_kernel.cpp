@@ -144,7 +144,10 @@ ScheduledPipeline schedule_candidate(const TaskSpec& task, const Candidate& cand
     schedule = ScheduleSpace(describe_task(task)).decode(candidate.decisions);
   ScheduledPipeline out{build_task_pipeline(task, schedule.weight_block), "",
                         schedule.weight_block};
-  if (method == KernelMethod::Space) {
+  if (out.pipeline.own_schedule) {  // whatever the method: the space is empty
+    out.pipeline.own_schedule(out.pipeline.output());
+    out.description = "fixed";
+  } else if (method == KernelMethod::Space) {
     apply_schedule(out.pipeline, schedule);
   } else if (method == KernelMethod::Reference) {
     schedule_reference(out.pipeline);

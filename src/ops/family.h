@@ -27,5 +27,6 @@ void register_movement_family(OpRegistry& r);
 void register_resize_family(OpRegistry& r);
 void register_layout_family(OpRegistry& r);
 void register_shape_family(OpRegistry& r);
+void register_winograd_family(OpRegistry& r);
 
 }  // namespace tlm

@@ -67,16 +67,18 @@ const std::vector<std::string>& op_names() {
                                                  "scatter_nd",
                                                  "resize",
                                                  "reshape",
-                                                 "transpose"};
+                                                 "transpose",
+                                                 "winograd_input",
+                                                 "winograd_output"};
   return names;
 }
 
 const std::vector<std::string>& task_names() {
   static const std::vector<std::string> names = {
-      "matmul", "dense",       "batch_matmul",  "conv2d",    "dwconv2d",
-      "pool2d", "global_pool", "softmax",       "layernorm", "rmsnorm",
-      "reduce", "elementwise", "channel_scale", "concat",    "slice",
-      "pad",    "gather",      "broadcast",     "resize",    "transpose"};
+      "matmul",        "dense",     "batch_matmul", "conv2d",      "dwconv2d", "pool2d",
+      "global_pool",   "softmax",   "layernorm",    "rmsnorm",     "reduce",   "elementwise",
+      "channel_scale", "concat",    "slice",        "pad",         "gather",   "broadcast",
+      "resize",        "transpose", "winograd_in",  "winograd_out"};
   return names;
 }
 

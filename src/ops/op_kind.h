@@ -76,6 +76,9 @@ enum class OpKind : uint8_t {
   // layout: no arithmetic
   Reshape,
   Transpose,
+  // Winograd F(4x4, 3x3) convolution (ops/winograd.h), written by a graph rewrite
+  WinogradInput,
+  WinogradOutput,
   Count
 };
 
@@ -100,6 +103,8 @@ enum class TaskKind : uint8_t {
   Broadcast,  // an elementwise chain over a rank-4 view, operands along any of its dims
   Resize,
   Transpose,
+  WinogradIn,
+  WinogradOut,
   Count
 };
 

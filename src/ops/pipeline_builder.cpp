@@ -134,6 +134,11 @@ void PipelineBuilder::add_output(const Expr& value, const std::vector<Var>& vars
   pipeline_.shape.output_shape = row_major_shape;
 }
 
+void PipelineBuilder::schedule_itself(std::function<void(Func output)> schedule) {
+  pipeline_.own_schedule = std::move(schedule);
+  pipeline_.shape.fixed_schedule = true;
+}
+
 void PipelineBuilder::finish(double flops, int64_t reduction_length) {
   pipeline_.shape.flops = flops;
   pipeline_.shape.reduction_length = reduction_length;

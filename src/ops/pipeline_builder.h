@@ -44,6 +44,10 @@ class PipelineBuilder {
   void add_output(const Halide::Expr& value, const std::vector<Halide::Var>& vars,
                   const std::vector<int64_t>& row_major_shape);
 
+  // For tasks whose schedule is part of the algorithm (ops/winograd.h): `schedule` is
+  // applied to the output instead of any schedule from the space; the space is empty.
+  void schedule_itself(std::function<void(Halide::Func output)> schedule);
+
   void finish(double flops, int64_t reduction_length);
   TaskPipeline take() { return std::move(pipeline_); }
 

@@ -21,6 +21,7 @@ OpRegistry build_registry() {
   register_resize_family(r);
   register_layout_family(r);
   register_shape_family(r);
+  register_winograd_family(r);
   std::vector<OpDef> ops(size_t(OpKind::Count));
   for (const OpDef& d : r.ops) {
     if (ops[size_t(d.kind)].kind != OpKind::Count)

@@ -6,6 +6,7 @@
 #pragma once
 #include <Halide.h>
 
+#include <functional>
 #include <vector>
 
 #include "ops/task_shape.h"
@@ -23,6 +24,9 @@ struct TaskPipeline {
   TaskShape shape;
   std::vector<Halide::ImageParam> inputs;  // same order as shape.inputs
   std::vector<PipelineStage> stages;       // same order as shape.stages
+  // Set when the algorithm schedules itself (shape.fixed_schedule): applies that schedule
+  // to the output and the algorithm's own inner Funcs.
+  std::function<void(Halide::Func output)> own_schedule;
 
   Halide::Func output() const { return stages.back().func; }
 };

@@ -47,6 +47,9 @@ struct TaskShape {
   std::vector<int64_t> output_shape;  // row-major
   double flops = 0;
   int64_t reduction_length = 1;  // longest reduction feeding one output value
+  // The algorithm schedules itself (PipelineBuilder::schedule_itself): the space has no
+  // decision points and the model is never asked.
+  bool fixed_schedule = false;
 
   const StageShape& output() const { return stages.back(); }
 };

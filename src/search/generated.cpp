@@ -1,7 +1,6 @@
 #include "search/generated.h"
 
 #include <chrono>
-#include <ctime>
 #include <map>
 
 #include "search/search.h"
@@ -33,9 +32,7 @@ GeneratedRun measure_model_schedules(ScheduleModel& model, const TaskSpec& task,
   std::vector<Record> fresh;
   for (size_t i = 0; i < unmeasured.size(); ++i) {
     const MeasureResult& m = measured[i];
-    fresh.push_back({hardware, task.key(), task.key(), unmeasured[i], method, m.status,
-                     m.timing.min_ms, m.timing.median_ms, m.timing.runs, model.info().id, m.detail,
-                     double(std::time(nullptr))});
+    fresh.push_back(measured_record(hardware, task, unmeasured[i], method, model.info().id, m));
     run.records.push_back(fresh.back());
   }
   store.add(fresh);

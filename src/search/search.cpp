@@ -267,6 +267,14 @@ SearchMethod search_method_named(const std::string& name) {
   return method;
 }
 
+Record measured_record(const std::string& hardware, const TaskSpec& task,
+                       const std::vector<int64_t>& decisions, const std::string& method,
+                       const std::string& checkpoint, const MeasureResult& m) {
+  return {hardware,      task.key(), task.key(),      decisions,
+          method,        m.status,   m.timing.min_ms, m.timing.median_ms,
+          m.timing.runs, checkpoint, m.detail,        double(std::time(nullptr))};
+}
+
 SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& store,
                         const SearchOptions& options) {
   ScheduleSpace space(describe_task(task));
@@ -291,18 +299,8 @@ SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& s
     auto measured = measure_trials(task, batch, measurer, best_ms);
     for (size_t i = 0; i < batch.size(); ++i) {
       const MeasureResult& m = measured[i];
-      Record r{options.hardware,
-               task.key(),
-               task.key(),
-               batch[i],
-               search_method_name(options.method),
-               m.status,
-               m.timing.min_ms,
-               m.timing.median_ms,
-               m.timing.runs,
-               "",
-               m.detail,
-               double(std::time(nullptr))};
+      Record r = measured_record(options.hardware, task, batch[i],
+                                 search_method_name(options.method), "", m);
       if (m.status == Status::Ok) {
         ++report.ok;
         if (report.ok == 1 || r.median_ms < report.best.median_ms) report.best = r;

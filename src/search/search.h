@@ -46,6 +46,11 @@ std::vector<MeasureResult> measure_trials(const TaskSpec& task,
                                           const std::vector<std::vector<int64_t>>& trials,
                                           Measurer& measurer, double& best_ms);
 
+// The record of one measured candidate, stamped now.
+Record measured_record(const std::string& hardware, const TaskSpec& task,
+                       const std::vector<int64_t>& decisions, const std::string& method,
+                       const std::string& checkpoint, const MeasureResult& measured);
+
 SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& store,
                         const SearchOptions& options);
 

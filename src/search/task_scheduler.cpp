@@ -22,9 +22,22 @@ double best_stored(const RecordStore& store, const TaskSpec& task, const std::st
   return best.empty() ? 0 : best[0].median_ms;
 }
 
+// A task whose algorithm schedules itself (ops/winograd.h) has one candidate: measured
+// once, then converged.
+int measure_fixed(const TaskSpec& task, TaskProgress& s, Measurer& measurer, RecordStore& store,
+                  const TaskTuneOptions& o) {
+  double best_ms = 0;
+  MeasureResult m = measure_trials(task, {{}}, measurer, best_ms).at(0);
+  store.add({measured_record(o.hardware, task, {}, "fixed", "", m)});
+  s.best_ms = best_stored(store, task, o.hardware);
+  s.stalls = kPatience, s.gain = 0, s.trials += 1;
+  return 1;
+}
+
 // Measures one more batch of candidates for `task`; returns how many were measured.
 int measure_batch(const TaskSpec& task, TaskProgress& s, Measurer& measurer, RecordStore& store,
                   ScheduleModel* model, const TaskTuneOptions& o) {
+  if (describe_task(task).fixed_schedule) return measure_fixed(task, s, measurer, store, o);
   int measured = 0;
   if (model) {
     GeneratedRun run = measure_model_schedules(*model, task, {s.trials + o.batch}, "tlm-tune",

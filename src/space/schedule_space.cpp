@@ -65,6 +65,10 @@ std::vector<int64_t> divisors(int64_t n) {
 
 ScheduleSpace::ScheduleSpace(const TaskShape& shape) : shape_(shape) {
   stage_points_.resize(shape_.stages.size());
+  if (shape_.fixed_schedule) {  // the algorithm schedules itself: nothing to decide
+    live_.resize(1);
+    return;
+  }
   if (shape_.packable_input >= 0) {
     std::vector<int64_t> blocks = {1};
     for (int64_t b : {4, 8, 16, 32})
@@ -287,6 +291,7 @@ std::vector<int64_t> ScheduleSpace::repair(std::vector<int64_t> decisions, size_
 Schedule ScheduleSpace::decode(const std::vector<int64_t>& decisions) const {
   check(decisions);
   Schedule schedule;
+  if (shape_.fixed_schedule) return schedule;
   if (weight_block_ >= 0) schedule.weight_block = decisions[weight_block_];
   OutputSchedule& out = schedule.output;
   for (size_t d = 0; d < tile1_.size(); ++d) {
