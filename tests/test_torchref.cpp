@@ -95,8 +95,8 @@ void expect_compiled_matches_torch(const std::string& name, const ZooOptions& zo
   std::system(("rm -rf " + dir).c_str());
 }
 
-// Two 3x3 convolutions Winograd computes (30x30: the last tiles hang over the edge; batch
-// 2) and a strided one it does not.
+// Two 3x3 convolutions Winograd computes with 4x4 tiles (30x30: the last tiles hang over
+// the edge; batch 2), a strided one it does not, then one at 15x15 (2x2 tiles).
 Graph winograd_graph(int64_t size) {
   Graph g("winograd", 5);
   int x = g.input("x", {2, 16, size, size});
@@ -104,7 +104,8 @@ Graph winograd_graph(int64_t size) {
                 {{"pad", {1}}});
   c = g.add(OpKind::Conv2d, {g.add(OpKind::Relu, {c}), g.constant("w2", {16, 24, 3, 3})},
             {{"pad", {1}}});
-  c = g.add(OpKind::Conv2d, {c, g.constant("w3", {8, 16, 3, 3})}, {{"stride", {2}}, {"pad", {1}}});
+  c = g.add(OpKind::Conv2d, {c, g.constant("w3", {16, 16, 3, 3})}, {{"stride", {2}}, {"pad", {1}}});
+  c = g.add(OpKind::Conv2d, {c, g.constant("w4", {16, 16, 3, 3})}, {{"pad", {1}}});
   g.mark_output(c);
   return g;
 }
@@ -119,8 +120,8 @@ TEST(Winograd, RewrittenConvolutionsComputeTheDirectOnesInEveryEngine) {
   Graph graph = winograd_graph(30);
   Weights weights = draw_weights(graph);
   WeightedGraph rewritten = winograd_convolutions(graph, weights);
-  EXPECT_EQ(count_nodes(rewritten.graph, OpKind::WinogradInput), 2u);
-  EXPECT_EQ(count_nodes(rewritten.graph, OpKind::WinogradOutput), 2u);
+  EXPECT_EQ(count_nodes(rewritten.graph, OpKind::WinogradInput), 3u);
+  EXPECT_EQ(count_nodes(rewritten.graph, OpKind::WinogradOutput), 3u);
   EXPECT_EQ(count_nodes(rewritten.graph, OpKind::Conv2d), 1u);  // the strided one
   auto input = random_input(graph, 3);
   auto expected = interpret(graph, weights, {input})[graph.outputs()[0]];
@@ -135,13 +136,13 @@ TEST(Winograd, RewrittenConvolutionsComputeTheDirectOnesInEveryEngine) {
   Plan plan = compile_model(graph, weights, options, nullptr, nullptr);
   int fixed = 0;
   for (const auto& t : plan.tasks) fixed += t.strategy == "fixed";
-  EXPECT_EQ(fixed, 4);  // an input and an output transform per convolution shape
+  EXPECT_EQ(fixed, 6);  // an input and an output transform per convolution shape
   expect_close(CompiledModel::load(dir)->run({input}).at(0), expected, 1e-3);
   std::system(("rm -rf " + dir).c_str());
 }
 
 TEST(Winograd, SmallImagesStayDirectAndTransformsHaveNoDecisions) {
-  Graph small = winograd_graph(8);  // 2 x 8 x 8 outputs: too few tiles to pay
+  Graph small = winograd_graph(8);  // 2 x 8 x 8 outputs and less: too few tiles to pay
   EXPECT_EQ(count_nodes(winograd_convolutions(small, {}).graph, OpKind::WinogradInput), 0u);
   for (const char* spec : {"winograd_in:n=1,c=64,h=56,w=56", "winograd_out:n=1,k=64,h=56,w=56"}) {
     TaskShape shape = describe_task(parse_task_spec(spec));

@@ -152,41 +152,46 @@ int64_t int_attr(const Node& n, const std::string& key, int64_t fallback) {
   return found == n.attrs.end() || found->second.empty() ? fallback : found->second[0];
 }
 
-// A 3x3 convolution Winograd F(4x4, 3x3) computes: stride 1, padding 1, no dilation, one
-// group, NCHW activations, and enough tiles and channels for the products to pay.
-bool winograd_fits(const Graph& g, const Node& n) {
-  if (n.op != OpKind::Conv2d) return false;
+// The tile side Winograd computes a 3x3 convolution with (0: none): stride 1, padding 1,
+// no dilation, one group, NCHW activations, and enough tiles for the products to pay.
+int64_t winograd_tile_of(const Graph& g, const Node& n) {
+  if (n.op != OpKind::Conv2d) return 0;
   const Shape &x = g.shape(n.inputs[0]), &w = g.shape(n.inputs[1]);
   bool window = w.size() == 4 && w[2] == 3 && w[3] == 3 && int_attr(n, "stride", 1) == 1 &&
                 int_attr(n, "pad", 0) == 1 && int_attr(n, "pad_w", 1) == 1 &&
                 int_attr(n, "dilation", 1) == 1 && int_attr(n, "groups", 1) == 1;
   bool plain = int_attr(n, "in_block", 1) == 1 && int_attr(n, "out_block", 1) == 1;
-  return window && plain && x.size() == 4 && winograd_pays(x[0], x[1], w[0], x[2], x[3]);
+  if (!window || !plain || x.size() != 4) return 0;
+  return winograd_tile(x[0], x[1], w[0], x[2], x[3]);
 }
 
 }  // namespace
 
-bool winograd_pays(int64_t n, int64_t c, int64_t k, int64_t h, int64_t w) {
-  return c >= 16 && k >= 16 && n * h * w >= 28 * 28;
+int64_t winograd_tile(int64_t n, int64_t c, int64_t k, int64_t h, int64_t w) {
+  if (c < 16 || k < 16 || h < 14 || w < 14) return 0;
+  return n * h * w >= 28 * 28 ? 4 : 2;
 }
 
 WeightedGraph winograd_convolutions(const Graph& g, const Weights& w) {
   Rebuild b(g, w);
   for (const Node& n : g.nodes()) {
-    if (!winograd_fits(g, n)) {
+    int64_t tile = winograd_tile_of(g, n);
+    if (tile == 0) {
       b.copy(n);
       continue;
     }
     const Shape &x = g.shape(n.inputs[0]), &ws = g.shape(n.inputs[1]);
-    int v = b.out.graph.add(OpKind::WinogradInput, {b.tensor(n.inputs[0])}, {},
+    IntAttrs side = {{"m", {tile}}};
+    int v = b.out.graph.add(OpKind::WinogradInput, {b.tensor(n.inputs[0])}, side,
                             n.name + "/winograd_input");
     int u = b.out.graph.constant(g.tensor(n.inputs[1]).name + ".winograd",
-                                 {winograd::kPoints, ws[0], ws[1]});
-    if (!w.empty()) b.out.weights[u] = winograd::filter_transform(w.at(n.inputs[1]), ws[0], ws[1]);
+                                 {winograd::transform(tile).points(), ws[0], ws[1]});
+    if (!w.empty())
+      b.out.weights[u] = winograd::filter_transform(w.at(n.inputs[1]), ws[0], ws[1], tile);
     int m = b.out.graph.add(OpKind::MatMul, {u, v}, {}, n.name + "/winograd_product");
     std::vector<int> inputs = {m};
     if (n.inputs.size() > 2) inputs.push_back(b.tensor(n.inputs[2]));
-    IntAttrs image = {{"n", {x[0]}}, {"h", {x[2]}}, {"w", {x[3]}}};
+    IntAttrs image = {{"m", {tile}}, {"n", {x[0]}}, {"h", {x[2]}}, {"w", {x[3]}}};
     b.map[n.output] = b.out.graph.add(OpKind::WinogradOutput, inputs, image, n.name);
   }
   return b.finish();

@@ -29,13 +29,16 @@ WeightedGraph fold_batchnorm(const Graph& graph, const Weights& weights);
 WeightedGraph split_batchnorm(const Graph& graph, const Weights& weights);
 WeightedGraph pad_wide_dense(const Graph& graph, const Weights& weights);
 WeightedGraph remove_dead(const Graph& graph, const Weights& weights);
-// Each 3x3 convolution (stride 1, padding 1, one group, NCHW) where winograd_pays, as
-// winograd_input -> batched product with the transformed filters -> winograd_output
-// (ops/winograd.h); the bias moves to the output transform, the rest of the chain stays.
+// Each 3x3 convolution (stride 1, padding 1, one group, NCHW) that winograd_tile gives a
+// tile, as winograd_input -> batched product with the transformed filters ->
+// winograd_output (ops/winograd.h); the bias moves to the output transform, the rest of
+// the chain stays.
 WeightedGraph winograd_convolutions(const Graph& graph, const Weights& weights);
-// Whether Winograd F(4x4, 3x3) beats the direct convolution at this size (measured:
-// bench/reports/winograd_*.txt).
-bool winograd_pays(int64_t n, int64_t c, int64_t k, int64_t h, int64_t w);
+// The Winograd tile side that beats the direct convolution at this size, 0 for none:
+// images of at least 14x14 and 16 channels in and out; F(4x4, 3x3) from 28x28 outputs
+// per batch, else F(2x2, 3x3). Measured on ResNet-50 (bench/winograd_ab.sh,
+// bench/reports/winograd_s24_zen5.txt): 7x7 images lose even at batch 8.
+int64_t winograd_tile(int64_t n, int64_t c, int64_t k, int64_t h, int64_t w);
 
 // The rewrites every compile applies before partitioning, in order, ending with the
 // activation layout (activation_layout.h; `activation_block` 0 keeps every activation

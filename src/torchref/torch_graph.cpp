@@ -222,30 +222,37 @@ T resize(const Node& n, const Inputs& in) {
   return blend(rows(y0)) * (1 - wy) + blend(rows(y1)) * wy;
 }
 
-// A Winograd matrix (ops/winograd.h) as a float tensor.
-template <size_t Rows, size_t Cols>
-T matrix(const double (&m)[Rows][Cols]) {
-  std::vector<float> values;
-  for (const auto& row : m) values.insert(values.end(), row, row + Cols);
-  return torch::tensor(values).view({int64_t(Rows), int64_t(Cols)});
+// The node's Winograd transform (attribute m, 4 when absent) and one of its matrices.
+const winograd::Transform& node_transform(const Node& n) {
+  auto m = ints(n, "m");
+  return winograd::transform(m.empty() ? 4 : m[0]);
 }
 
-// [36, C, T]: each 6x6 patch (stride 4, padding 1 before) d as B^T d B.
-T winograd_input(const Node&, const Inputs& in) {
+T matrix(const std::vector<double>& values, int64_t rows) {
+  std::vector<float> floats(values.begin(), values.end());
+  return torch::tensor(floats).view({rows, int64_t(values.size()) / rows});
+}
+
+// [P, C, T]: each (m+2)x(m+2) patch (stride m, padding 1 before) d as B^T d B.
+T winograd_input(const Node& n, const Inputs& in) {
+  const winograd::Transform& f = node_transform(n);
   int64_t h = in[0].size(2), w = in[0].size(3);
-  int64_t th = winograd::tiles(h), tw = winograd::tiles(w);
-  T padded = torch::constant_pad_nd(in[0], {1, 4 * tw + 1 - w, 1, 4 * th + 1 - h});
-  T patches = padded.unfold(2, 6, 4).unfold(3, 6, 4);  // [N, C, TH, TW, 6, 6]
-  T bt = matrix(winograd::kBt);
-  return torch::einsum("ei,nj,bcyxij->encbyx", {bt, bt, patches}).reshape({36, in[0].size(1), -1});
+  int64_t th = winograd::tiles(h, f.tile), tw = winograd::tiles(w, f.tile);
+  T padded = torch::constant_pad_nd(in[0], {1, f.tile * tw + 1 - w, 1, f.tile * th + 1 - h});
+  T patches = padded.unfold(2, f.patch, f.tile).unfold(3, f.patch, f.tile);  // [N,C,TH,TW,p,p]
+  T bt = matrix(f.bt, f.patch);
+  return torch::einsum("ei,nj,bcyxij->encbyx", {bt, bt, patches})
+      .reshape({f.points(), in[0].size(1), -1});
 }
 
 // [N, K, H, W]: each tile's A^T M A, cropped to the image, plus the bias.
 T winograd_output(const Node& n, const Inputs& in) {
+  const winograd::Transform& f = node_transform(n);
   int64_t images = ints(n, "n").at(0), h = ints(n, "h").at(0), w = ints(n, "w").at(0);
-  int64_t th = winograd::tiles(h), tw = winograd::tiles(w), k = in[0].size(1);
-  T m = in[0].reshape({6, 6, k, images, th, tw}), at = matrix(winograd::kAt);
-  T y = torch::einsum("ie,jn,enkbyx->bkyixj", {at, at, m}).reshape({images, k, 4 * th, 4 * tw});
+  int64_t th = winograd::tiles(h, f.tile), tw = winograd::tiles(w, f.tile), k = in[0].size(1);
+  T m = in[0].reshape({f.patch, f.patch, k, images, th, tw}), at = matrix(f.at, f.tile);
+  T y = torch::einsum("ie,jn,enkbyx->bkyixj", {at, at, m})
+            .reshape({images, k, f.tile * th, f.tile * tw});
   y = y.slice(2, 0, h).slice(3, 0, w);
   return in.size() > 1 ? y + in[1].view({1, k, 1, 1}) : y;
 }
