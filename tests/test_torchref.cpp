@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <set>
 
 #include "compiler/compile.h"
 #include "graph/interpreter.h"
+#include "graph/partition.h"
 #include "graph/rewrites.h"
 #include "graph/zoo.h"
 #include "runtime/runtime.h"
@@ -135,8 +137,14 @@ TEST(Winograd, RewrittenConvolutionsComputeTheDirectOnesInEveryEngine) {
   options.hardware = "test-hardware", options.progress = false, options.winograd = true;
   Plan plan = compile_model(graph, weights, options, nullptr, nullptr);
   int fixed = 0;
-  for (const auto& t : plan.tasks) fixed += t.strategy == "fixed";
+  std::set<std::string> compiled, listed, direct;
+  for (const auto& t : plan.tasks) fixed += t.strategy == "fixed", compiled.insert(t.spec);
   EXPECT_EQ(fixed, 6);  // an input and an output transform per convolution shape
+  for (const auto& use : model_tasks(graph, {}, 0, true).tasks) listed.insert(use.spec);
+  EXPECT_EQ(listed, compiled);  // `tlm tasks` lists what compiling makes
+  for (const auto& use : model_tasks(graph).tasks) direct.insert(use.spec);
+  EXPECT_EQ(direct.size(), 4u);  // --no-winograd: four direct convolutions, no transform
+  for (const auto& spec : direct) EXPECT_EQ(spec.rfind("conv2d", 0), 0u) << spec;
   expect_close(CompiledModel::load(dir)->run({input}).at(0), expected, 1e-3);
   std::system(("rm -rf " + dir).c_str());
 }

@@ -264,8 +264,11 @@ Partition partition_graph(const Graph& g) {
   return p;
 }
 
-Partition model_tasks(const Graph& graph, const Weights& weights, int64_t activation_block) {
-  return partition_graph(prepare_graph(graph, weights, activation_block).graph);
+Partition model_tasks(const Graph& graph, const Weights& weights, int64_t activation_block,
+                      bool winograd) {
+  WeightedGraph prepared = prepare_graph(graph, weights, activation_block);
+  if (winograd) prepared = winograd_convolutions(prepared.graph, prepared.weights);
+  return partition_graph(prepared.graph);
 }
 
 }  // namespace tlm

@@ -47,7 +47,9 @@ struct Partition {
 Partition partition_graph(const Graph& prepared);
 // The tasks of a model as compiling it would make them (`weights` may be empty for a zoo
 // model: their values never change its tasks; an ONNX model's patterns read constants).
-Partition model_tasks(const Graph& graph, const Weights& weights = {},
-                      int64_t activation_block = 0);
+// `winograd`: the 3x3 convolutions Winograd suits rewritten, as compiling does by default
+// (winograd_convolutions in rewrites.h); false lists every convolution direct.
+Partition model_tasks(const Graph& graph, const Weights& weights = {}, int64_t activation_block = 0,
+                      bool winograd = false);
 
 }  // namespace tlm

@@ -87,7 +87,9 @@ Dataset read_dataset(const std::string& path) {
 
 std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded) {
   std::vector<std::string> all;
-  for (const auto& model : zoo_model_names())  // every task of the zoo networks first
+  // every task of the zoo networks first, convolutions direct: the list the shipped
+  // model's pretraining used (models/README.md), kept so its commands reproduce
+  for (const auto& model : zoo_model_names())
     for (const auto& use : model_tasks(build_zoo_model(model)).tasks) all.push_back(use.spec);
   for (TaskKind kind : all_task_kinds())  // then each task kind's corpus shapes
     if (task_def(kind).corpus)
