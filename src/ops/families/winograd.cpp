@@ -221,7 +221,9 @@ void build_input(PipelineBuilder& b) {
   ImageParam X = b.input("X", {n, c, h, w});
   Func inside = Halide::BoundaryConditions::constant_exterior(X, 0.0f);
   Var px("px"), py("py"), tx("tx"), ty("ty"), img("img"), ch("ch"), j("j"), e("e"), nu("nu");
-  Func padded("padded"), rows("rows");  // rows(tx, j, e, ty, ch, img) = (B^T d)[e][j]
+  // rows(tx, j, e, ty, ch, img) = (B^T d)[e][j]; image(tx, ty, nu, e, ch, img) = V of one
+  // image and channel, staged so that V is written one point's plane at a time
+  Func padded("padded"), rows("rows"), image("image");
   padded(px, py, ch, img) = inside(px, py, ch, img);
   Expr m = int(f.tile);
   std::vector<Expr> by_e, by_n;
@@ -232,14 +234,20 @@ void build_input(PipelineBuilder& b) {
   for (int64_t r = 0; r < p; ++r)
     by_n.push_back(
         combination(f.bt_row(r), p, [&](int col) { return rows(tx, col, e, ty, ch, img); }));
-  b.add_output(Halide::mux(nu, by_n), {tx, ty, img, ch, nu, e}, {p, p, c, n, th, tw});
+  image(tx, ty, nu, e, ch, img) = Halide::mux(nu, by_n);
+  b.add_output(image(tx, ty, nu, e, ch, img), {tx, ty, img, ch, nu, e}, {p, p, c, n, th, tw});
   int lanes = vector_lanes(tw, 8);
   b.schedule_itself([=](Func out) mutable {
-    out.reorder(nu, e, tx, ty, img, ch).unroll(nu).unroll(e).parallel(ch);
-    rows.compute_at(out, ty).reorder(j, e, tx).unroll(j).unroll(e);
+    // The P planes of V lie C*N*T floats apart, often a multiple of 4 KiB (batch 8):
+    // written all at once they would share one L1 set. So one image's planes are made
+    // in a small buffer and copied out a plane at a time.
+    out.reorder(tx, ty, nu, e, img, ch).parallel(ch);
+    image.compute_at(out, img).reorder(nu, e, tx, ty).unroll(nu).unroll(e);
+    rows.compute_at(image, ty).reorder(j, e, tx).unroll(j).unroll(e);
     padded.compute_at(out, img).vectorize(px, vector_lanes(w, 16));
     if (lanes > 1) {
       out.vectorize(tx, lanes, TailStrategy::ShiftInwards);
+      image.vectorize(tx, lanes, TailStrategy::ShiftInwards);
       rows.vectorize(tx, lanes, TailStrategy::ShiftInwards);
     }
   });
@@ -252,11 +260,16 @@ void build_output(PipelineBuilder& b) {
   int64_t n = t.get("n"), k = t.get("k"), h = t.get("h"), w = t.get("w"), p = f.patch;
   int64_t th = tiles(h, f.tile), tw = tiles(w, f.tile);
   ImageParam M = b.input("M", {p, p, k, n, th, tw});
-  Var x("x"), y("y"), ko("ko"), img("img"), tx("tx"), ty("ty"), i("i"), j("j"), nu("nu");
-  Func cols("cols"), tile("tile");  // cols(tx, nu, i, ty, ko, img) = (A^T M)[i][nu]
+  Var x("x"), y("y"), ko("ko"), img("img"), tx("tx"), ty("ty"), i("i"), j("j"), nu("nu"), e("e");
+  // planes(tx, ty, nu, e, ko, img): M of one image and output channel, read a point's
+  // plane at a time (the planes lie K*N*T floats apart: see the input transform);
+  // cols(tx, nu, i, ty, ko, img) = (A^T M)[i][nu]
+  Func planes("planes"), cols("cols"), tile("tile");
+  planes(tx, ty, nu, e, ko, img) = M(tx, ty, img, ko, nu, e);
   std::vector<Expr> by_i, by_j;
   for (int64_t r = 0; r < f.tile; ++r)
-    by_i.push_back(combination(f.at_row(r), p, [&](int e) { return M(tx, ty, img, ko, nu, e); }));
+    by_i.push_back(
+        combination(f.at_row(r), p, [&](int pe) { return planes(tx, ty, nu, pe, ko, img); }));
   cols(tx, nu, i, ty, ko, img) = Halide::mux(i, by_i);
   for (int64_t r = 0; r < f.tile; ++r)
     by_j.push_back(
@@ -266,18 +279,19 @@ void build_output(PipelineBuilder& b) {
   b.add_output(tile(x % m, x / m, y % m, y / m, ko, img), {x, y, ko, img}, {n, k, h, w});
   int lanes = vector_lanes(tw, 8), side = int(f.tile);
   b.schedule_itself([=](Func out) mutable {
-    Var yo("yo"), yi("yi"), row("row"), block("block");
+    Var yo("yo"), yi("yi"), plane("plane");
     out.split(y, yo, yi, side, TailStrategy::GuardWithIf)
         .reorder(x, yi, yo, ko, img)
-        .fuse(yo, ko, row)
-        .fuse(row, img, block)
-        .parallel(block)
+        .fuse(ko, img, plane)
+        .parallel(plane)
         .unroll(yi);
     int x_lanes = vector_lanes(w, 16);
     if (x_lanes > 1) out.vectorize(x, x_lanes, TailStrategy::ShiftInwards);
-    tile.compute_at(out, block).reorder(j, tx, i).unroll(j).unroll(i);
-    cols.compute_at(out, block).reorder(tx, nu, i).unroll(nu).unroll(i);
+    planes.compute_at(out, plane).reorder(tx, ty, nu, e);
+    tile.compute_at(out, yo).reorder(j, tx, i).unroll(j).unroll(i);
+    cols.compute_at(out, yo).reorder(tx, nu, i).unroll(nu).unroll(i);
     if (lanes > 1) {
+      planes.vectorize(tx, lanes, TailStrategy::ShiftInwards);
       tile.vectorize(tx, lanes, TailStrategy::ShiftInwards);
       cols.vectorize(tx, lanes, TailStrategy::ShiftInwards);
     }
