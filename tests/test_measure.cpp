@@ -5,12 +5,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <random>
 #include <thread>
 
 #include "measure/measurer.h"
 #include "measure/timing.h"
 #include "measure/verify.h"
 #include "space/schedule_space.h"
+#include "util/aligned.h"
 #include "util/error.h"
 
 namespace tlm {
@@ -163,6 +166,62 @@ TEST(Timing, InterleavedKernelsTakeTurnsInBlocks) {
   // one warm-up; turn one: 1 untimed + 3 timed; turn two: 1 untimed + the 1 timed left
   EXPECT_EQ(a, 7);
   EXPECT_EQ(b, 7);
+}
+
+// Cold-input timing (TLM_TIMING_COLD): the eviction runs before every timed run and
+// only then (not before the untimed run that opens a turn), outside the clock.
+TEST(Timing, BeforeEachRunsBeforeEveryTimedRunOutsideTheClock) {
+  int runs[2] = {0, 0}, prepared_runs[2] = {0, 0}, befores[2] = {0, 0};
+  bool prepared[2] = {false, false};
+  std::vector<std::function<void()>> kernels, before;
+  for (int k = 0; k < 2; ++k) {
+    kernels.push_back([&, k] {
+      ++runs[k];
+      prepared_runs[k] += prepared[k];
+      prepared[k] = false;
+    });
+    before.push_back([&, k] {
+      ++befores[k];
+      prepared[k] = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    });
+  }
+  TimingOptions options{1, 4, 4, 0.0};
+  options.block_runs = 3;
+  options.settle_max_ms = 0;
+  auto t = time_interleaved(kernels, options, 1, before);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(t[size_t(k)].runs, 4);
+    EXPECT_EQ(runs[k], 7);  // as in InterleavedKernelsTakeTurnsInBlocks
+    EXPECT_EQ(befores[k], 4);
+    EXPECT_EQ(prepared_runs[k], 4);
+    EXPECT_LT(t[size_t(k)].median_ms, 10.0);  // the 20 ms sleeps are not timed
+  }
+  EXPECT_THROW(time_interleaved(kernels, options, 1, {before[0]}), Error);
+}
+
+TEST(Timing, EvictedDataReadsBackUnchanged) {
+  AlignedFloats data(100003);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = float(i) * 0.5f;
+  evict_from_caches(data.data() + 1, (data.size() - 1) * sizeof(float));  // unaligned start
+  for (size_t i = 0; i < data.size(); ++i) ASSERT_EQ(data[i], float(i) * 0.5f) << i;
+}
+
+// Evicting a kernel's inputs (its packed weights among them) changes nothing it computes.
+TEST(Timing, KernelsComputeTheSameAfterTheirInputsAreEvicted) {
+  TaskSpec task = parse_task_spec("dense:m=8,n=48,k=40+bias");
+  TaskShape shape = describe_task(task);
+  std::vector<Tensor> inputs = random_inputs(shape, 3);
+  Tensor expected = reference_output(task, inputs);
+  std::mt19937_64 rng(5);
+  ScheduleSpace space(shape);
+  for (int sample = 0; sample < 4; ++sample) {
+    Tensor output = Tensor::zeros(shape.output_shape);
+    auto kernel = build_kernel(task, {KernelMethod::Space, space.sample(rng)}, inputs, output);
+    kernel->evict_inputs();
+    kernel->run();
+    EXPECT_TRUE(verify(output, expected, shape.reduction_length).ok);
+  }
 }
 
 // A kernel that leaves a thread spinning (as OpenBLAS and libgomp pools do) must not

@@ -13,6 +13,7 @@
 #include "measure/library_kernels.h"
 #include "space/apply_schedule.h"
 #include "space/schedule_space.h"
+#include "util/aligned.h"
 #include "util/error.h"
 
 #ifndef TLM_HALIDE_PLUGIN_DIR
@@ -55,6 +56,10 @@ class HalideKernel : public Kernel {
   }
   void run() override { halide_.realize(output_, Halide::Target(), params_); }
   std::string describe() const override { return description_; }
+  void evict_inputs() override {
+    for (const auto& buffer : input_buffers_)
+      evict_from_caches(buffer.data(), buffer.size_in_bytes());
+  }
 
  private:
   TaskPipeline pipeline_;

@@ -44,6 +44,9 @@ class Kernel {
   virtual ~Kernel() = default;
   virtual void run() = 0;
   virtual std::string describe() const { return ""; }  // schedule source or library choice
+  // Flushes the kernel's input buffers (its weights among them) out of every core's
+  // caches, so the next run reads them from memory as a large model's step does.
+  virtual void evict_inputs() {}
 };
 
 // Builds (JIT-compiles) the candidate; throws tlm::Error when it cannot be built.

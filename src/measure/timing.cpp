@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "util/error.h"
+
 namespace tlm {
 namespace {
 
@@ -107,20 +109,33 @@ void settle(double gap, double settle_max) {
 }
 
 // One turn of one kernel: a settle, `untimed` runs, then `timed` timed runs.
-void run_turn(const std::function<void()>& kernel, double gap, double settle_max, int untimed,
-              int timed, std::vector<double>& samples) {
+void run_turn(const std::function<void()>& kernel, const std::function<void()>& before, double gap,
+              double settle_max, int untimed, int timed, std::vector<double>& samples) {
   if (timed <= 0) return;
   settle(gap, settle_max);
   for (int u = 0; u < untimed; ++u) kernel();
   for (int t = 0; t < timed; ++t) {
+    if (before) before();
     auto t0 = Clock::now();
     kernel();
     samples.push_back(seconds_since(t0) * 1e3);
   }
 }
 
+bool cold_inputs_wanted() {
+  static const bool wanted = [] {
+    const char* env = std::getenv("TLM_TIMING_COLD");
+    return env && std::string(env) == "1";
+  }();
+  return wanted;
+}
+
 std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& kernels,
-                                     const TimingOptions& options, uint64_t seed) {
+                                     const TimingOptions& options, uint64_t seed,
+                                     const std::vector<std::function<void()>>& before_each) {
+  if (!before_each.empty() && before_each.size() != kernels.size())
+    throw Error("time_interleaved: one before_each per kernel");
+  auto before = [&](size_t i) { return before_each.empty() ? nullptr : before_each[i]; };
   bool single = kernels.size() == 1;
   double gap = gap_seconds(), settle_max = single ? 0 : options.settle_max_ms * 1e-3;
   int untimed = single ? 0 : 1;
@@ -143,7 +158,7 @@ std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& k
       if (options.turn_sleep_ms > 0 && runs_done(i) < options.max_runs)
         std::this_thread::sleep_for(
             std::chrono::duration<double, std::milli>(options.turn_sleep_ms));
-      run_turn(kernels[i], gap, settle_max, untimed,
+      run_turn(kernels[i], before(i), gap, settle_max, untimed,
                std::min(timed, options.max_runs - runs_done(i)), samples[i]);
     }
     bool all_min = true, all_max = true;

@@ -72,7 +72,7 @@ std::vector<MeasureResult> answer(const WorkerRequest& request) {
   const TaskData& data = task_data(request.task);
   std::vector<Built> built(request.candidates.size());
   std::vector<MeasureResult> results;
-  std::vector<std::function<void()>> runs;
+  std::vector<std::function<void()>> runs, evictions;
   std::vector<size_t> timed;
   for (size_t i = 0; i < request.candidates.size(); ++i) {
     bool gated = request.gated && request.candidates.size() == 1;
@@ -88,10 +88,11 @@ std::vector<MeasureResult> answer(const WorkerRequest& request) {
     }
     Kernel* kernel = built[i].kernel.get();
     runs.push_back([kernel] { kernel->run(); });
+    if (cold_inputs_wanted()) evictions.push_back([kernel] { kernel->evict_inputs(); });
     timed.push_back(i);
   }
   if (runs.empty()) return results;
-  auto timings = time_interleaved(runs, request.timing, 777);
+  auto timings = time_interleaved(runs, request.timing, 777, evictions);
   for (size_t k = 0; k < timed.size(); ++k) results[timed[k]].timing = timings[k];
   return results;
 }

@@ -11,6 +11,9 @@
 // Zen 5), ResNet-50 in 4 of 6 (within that hour's noise). TLM_HUGE_PAGES=0 turns it off.
 #pragma once
 #include <sys/mman.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -68,5 +71,18 @@ struct CacheLineAllocator {
 };
 
 using AlignedFloats = std::vector<float, CacheLineAllocator<float>>;
+
+// Writes back and drops `bytes` from `data` out of every core's caches (clflush), so the
+// next read of them comes from memory. A no-op where there is no such instruction.
+inline void evict_from_caches(const void* data, size_t bytes) {
+#if defined(__x86_64__) || defined(__i386__)
+  const char* p = static_cast<const char*>(data);
+  for (size_t at = 0; at < bytes; at += kCacheLineBytes) _mm_clflush(p + at);
+  if (bytes) _mm_clflush(p + bytes - 1);
+  _mm_mfence();
+#else
+  (void)data, (void)bytes;
+#endif
+}
 
 }  // namespace tlm
