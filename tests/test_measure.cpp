@@ -168,7 +168,7 @@ TEST(Timing, InterleavedKernelsTakeTurnsInBlocks) {
   EXPECT_EQ(b, 7);
 }
 
-// Cold-input timing (TLM_TIMING_COLD): the eviction runs before every timed run and
+// Cold-weight timing (TLM_TIMING_COLD): the eviction runs before every timed run and
 // only then (not before the untimed run that opens a turn), outside the clock.
 TEST(Timing, BeforeEachRunsBeforeEveryTimedRunOutsideTheClock) {
   int runs[2] = {0, 0}, prepared_runs[2] = {0, 0}, befores[2] = {0, 0};
@@ -207,8 +207,8 @@ TEST(Timing, EvictedDataReadsBackUnchanged) {
   for (size_t i = 0; i < data.size(); ++i) ASSERT_EQ(data[i], float(i) * 0.5f) << i;
 }
 
-// Evicting a kernel's inputs (its packed weights among them) changes nothing it computes.
-TEST(Timing, KernelsComputeTheSameAfterTheirInputsAreEvicted) {
+// Evicting a kernel's weights (packed or not) changes nothing it computes.
+TEST(Timing, KernelsComputeTheSameAfterTheirWeightsAreEvicted) {
   TaskSpec task = parse_task_spec("dense:m=8,n=48,k=40+bias");
   TaskShape shape = describe_task(task);
   std::vector<Tensor> inputs = random_inputs(shape, 3);
@@ -218,7 +218,7 @@ TEST(Timing, KernelsComputeTheSameAfterTheirInputsAreEvicted) {
   for (int sample = 0; sample < 4; ++sample) {
     Tensor output = Tensor::zeros(shape.output_shape);
     auto kernel = build_kernel(task, {KernelMethod::Space, space.sample(rng)}, inputs, output);
-    kernel->evict_inputs();
+    kernel->evict_weights();
     kernel->run();
     EXPECT_TRUE(verify(output, expected, shape.reduction_length).ok);
   }

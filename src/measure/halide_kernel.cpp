@@ -56,9 +56,11 @@ class HalideKernel : public Kernel {
   }
   void run() override { halide_.realize(output_, Halide::Target(), params_); }
   std::string describe() const override { return description_; }
-  void evict_inputs() override {
-    for (const auto& buffer : input_buffers_)
-      evict_from_caches(buffer.data(), buffer.size_in_bytes());
+  void evict_weights() override {
+    int weights = pipeline_.shape.packable_input;
+    if (weights < 0) return;
+    const auto& buffer = input_buffers_[size_t(weights)];
+    evict_from_caches(buffer.data(), buffer.size_in_bytes());
   }
 
  private:

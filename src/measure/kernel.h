@@ -44,9 +44,9 @@ class Kernel {
   virtual ~Kernel() = default;
   virtual void run() = 0;
   virtual std::string describe() const { return ""; }  // schedule source or library choice
-  // Flushes the kernel's input buffers (its weights among them) out of every core's
-  // caches, so the next run reads them from memory as a large model's step does.
-  virtual void evict_inputs() {}
+  // Flushes the kernel's weights (the task's packable input, packed or not) out of every
+  // core's caches, so the next run reads them from memory as a model's step does.
+  virtual void evict_weights() {}
 };
 
 // Builds (JIT-compiles) the candidate; throws tlm::Error when it cannot be built.

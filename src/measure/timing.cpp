@@ -122,7 +122,7 @@ void run_turn(const std::function<void()>& kernel, const std::function<void()>& 
   }
 }
 
-bool cold_inputs_wanted() {
+bool cold_weights_wanted() {
   static const bool wanted = [] {
     const char* env = std::getenv("TLM_TIMING_COLD");
     return env && std::string(env) == "1";

@@ -7,7 +7,7 @@
 // One kernel: a 0.5 ms gap before each run (TLM_TIMING_GAP_MS overrides it). For
 // experiments, TLM_TIMING_FLUSH_MB=N writes N MB before each run so the kernel starts with
 // its weights and inputs out of the caches, as a large-weight step does in a model (from
-// the measuring thread only; TLM_TIMING_COLD=1 flushes the kernel's own inputs from every
+// the measuring thread only; TLM_TIMING_COLD=1 flushes the kernel's own weights from every
 // core's caches before each timed run).
 // Several kernels: each takes its turn as a block: a settle, one untimed run that wakes
 // its own thread pool, then `block_runs` timed runs back to back. The settle waits until
@@ -50,9 +50,9 @@ std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& k
                                      const TimingOptions& options, uint64_t seed,
                                      const std::vector<std::function<void()>>& before_each = {});
 
-// Whether kernels are timed with their inputs flushed from the caches before each run
+// Whether kernels are timed with their weights flushed from the caches before each run
 // (TLM_TIMING_COLD=1; an experiment: records are measured warm, bench/reports/
 // cold_weights_s25_intel.txt).
-bool cold_inputs_wanted();
+bool cold_weights_wanted();
 
 }  // namespace tlm

@@ -88,7 +88,7 @@ std::vector<MeasureResult> answer(const WorkerRequest& request) {
     }
     Kernel* kernel = built[i].kernel.get();
     runs.push_back([kernel] { kernel->run(); });
-    if (cold_inputs_wanted()) evictions.push_back([kernel] { kernel->evict_inputs(); });
+    if (cold_weights_wanted()) evictions.push_back([kernel] { kernel->evict_weights(); });
     timed.push_back(i);
   }
   if (runs.empty()) return results;
