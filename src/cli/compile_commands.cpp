@@ -67,7 +67,7 @@ void add_compile_options(CLI::App* command, CompileFlags& f) {
   command->add_option("--models", f.models_dir, "models directory");
   add_activation_block_option(command, f.options.activation_block);
   command->add_flag("--winograd,!--no-winograd", f.options.winograd,
-                    "3x3 convolutions (stride 1, NCHW) as Winograd F(4x4, 3x3) where it pays "
+                    "3x3 convolutions (stride 1, NCHW) as Winograd F(4x4) or F(2x2) where it pays "
                     "(default; --no-winograd: every convolution direct)");
   add_model_options(command, f.model_options);
 }

@@ -38,7 +38,7 @@ struct CompileOptions {
   // Channels per block of activations kept blocked between convolutions (16 or 8; 0:
   // every activation NCHW), graph/activation_layout.h.
   int64_t activation_block = kAutoActivationBlock;
-  // 3x3 convolutions (stride 1, NCHW) as Winograd F(4x4, 3x3) where graph/rewrites.h
+  // 3x3 convolutions (stride 1, NCHW) as Winograd F(4x4) or F(2x2) where graph/rewrites.h
   // finds it pays (ops/winograd.h); false: every convolution direct.
   bool winograd = true;
 };

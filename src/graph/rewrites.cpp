@@ -147,20 +147,15 @@ WeightedGraph pad_wide_dense(const Graph& g, const Weights& w) {
 
 namespace {
 
-int64_t int_attr(const Node& n, const std::string& key, int64_t fallback) {
-  auto found = n.attrs.find(key);
-  return found == n.attrs.end() || found->second.empty() ? fallback : found->second[0];
-}
-
 // The tile side Winograd computes a 3x3 convolution with (0: none): stride 1, padding 1,
 // no dilation, one group, NCHW activations, and enough tiles for the products to pay.
 int64_t winograd_tile_of(const Graph& g, const Node& n) {
   if (n.op != OpKind::Conv2d) return 0;
   const Shape &x = g.shape(n.inputs[0]), &w = g.shape(n.inputs[1]);
-  bool window = w.size() == 4 && w[2] == 3 && w[3] == 3 && int_attr(n, "stride", 1) == 1 &&
-                int_attr(n, "pad", 0) == 1 && int_attr(n, "pad_w", 1) == 1 &&
-                int_attr(n, "dilation", 1) == 1 && int_attr(n, "groups", 1) == 1;
-  bool plain = int_attr(n, "in_block", 1) == 1 && int_attr(n, "out_block", 1) == 1;
+  bool window = w.size() == 4 && w[2] == 3 && w[3] == 3 && n.attr("stride", 1) == 1 &&
+                n.attr("pad", 0) == 1 && n.attr("pad_w", 1) == 1 && n.attr("dilation", 1) == 1 &&
+                n.attr("groups", 1) == 1;
+  bool plain = n.attr("in_block", 1) == 1 && n.attr("out_block", 1) == 1;
   if (!window || !plain || x.size() != 4) return 0;
   return winograd_tile(x[0], x[1], w[0], x[2], x[3]);
 }

@@ -76,7 +76,7 @@ enum class OpKind : uint8_t {
   // layout: no arithmetic
   Reshape,
   Transpose,
-  // Winograd F(4x4, 3x3) convolution (ops/winograd.h), written by a graph rewrite
+  // Winograd F(m x m, 3x3) convolution (ops/winograd.h), written by a graph rewrite
   WinogradInput,
   WinogradOutput,
   Count
