@@ -71,6 +71,10 @@ TEST(Registry, TaskSpecsRoundTripThroughTheirKeys) {
   EXPECT_THROW(parse_task_spec("dense:m=2,n=4,k=2+relu@1"), Error);
   EXPECT_THROW(parse_task_spec("dense:m=2,n=4,k=2+mul@4"), Error);
   EXPECT_THROW(parse_task_spec("dense:m=2,n=4,k=2+radd"), Error);
+  // Winograd knows tiles of 4 and 2 outputs only
+  EXPECT_EQ(parse_task_spec("winograd_in:c=4,h=8,w=8,m=4").key(), "winograd_in:n=1,c=4,h=8,w=8");
+  EXPECT_THROW(parse_task_spec("winograd_in:n=1,c=4,h=8,w=8,m=3"), Error);
+  EXPECT_THROW(parse_task_spec("winograd_out:n=1,k=4,h=8,w=8,m=0"), Error);
 }
 
 // The words of the first shipped models keep their ids; every word an operator, a task
