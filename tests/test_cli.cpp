@@ -176,6 +176,37 @@ TEST(Cli, RecordsImportBringsOldDenseRecordsToTodaysSpace) {
 }
 
 // The model's commands: missing or corrupt models, data and registries are one-line errors.
+// Timed cold (TLM_TIMING_COLD=1), a task with weights stores its records under its own
+// fingerprint, and a search counts only those (--up-to: the warm trials do not count); a
+// task without weights times the same either way and keeps the plain fingerprint.
+TEST(Cli, ColdTimedRecordsAreStoredApartFromWarmOnes) {
+  std::string db = temp_path("cold.db");
+  const std::string dense = "dense:m=8,n=16,k=8", softmax = "softmax:rows=8,cols=16";
+  auto tune = [&](const std::string& spec) {
+    CliRun r = run_tlm("tune " + spec + " --method random --trials 2 --up-to --db " + db);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+  };
+  tune(dense);
+  tune(softmax);
+  setenv("TLM_TIMING_COLD", "1", 1);
+  tune(dense);
+  tune(softmax);
+  unsetenv("TLM_TIMING_COLD");
+  RecordStore store(db);
+  auto count_on = [&](const std::string& kind, bool cold) {  // records of a kind's task
+    int n = 0;
+    for (const auto& key : store.task_keys())
+      for (const auto& r : store.query(key))
+        if (key.rfind(kind, 0) == 0)
+          n += (r.hardware.find("/cold-weights") != std::string::npos) == cold;
+    return n;
+  };
+  EXPECT_EQ(count_on("dense:", false), 2);
+  EXPECT_EQ(count_on("dense:", true), 2);  // the same 2 schedules, timed again cold
+  EXPECT_EQ(count_on("softmax:", false), 2);
+  EXPECT_EQ(count_on("softmax:", true), 0);
+}
+
 TEST(Cli, ModelCommandsRejectBadInput) {
   std::string dir = temp_path("models");
   ::mkdir(dir.c_str(), 0755);

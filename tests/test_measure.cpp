@@ -15,6 +15,7 @@
 #include "space/schedule_space.h"
 #include "util/aligned.h"
 #include "util/error.h"
+#include "util/hardware.h"
 
 namespace tlm {
 namespace {
@@ -166,6 +167,28 @@ TEST(Timing, InterleavedKernelsTakeTurnsInBlocks) {
   // one warm-up; turn one: 1 untimed + 3 timed; turn two: 1 untimed + the 1 timed left
   EXPECT_EQ(a, 7);
   EXPECT_EQ(b, 7);
+}
+
+// Cold times are stored apart from warm ones, for tasks that have weights to flush.
+TEST(Timing, ColdRecordsOfTasksWithWeightsHaveTheirOwnFingerprint) {
+  const std::string machine = "x86-64-avx512/2c/L1d48K/L22048K/L3480M";
+  TaskSpec dense = parse_task_spec("dense:m=16,n=32,k=24+bias");
+  TaskSpec conv =
+      parse_task_spec("conv2d:n=1,c=8,h=8,w=8,k=16,r=3,s=3,stride=1,pad=1,dilation=1,groups=1");
+  TaskSpec softmax = parse_task_spec("softmax:rows=8,cols=16");
+  EXPECT_EQ(timed_fingerprint(machine, dense, false), machine);
+  EXPECT_EQ(timed_fingerprint(machine, softmax, false), machine);
+  EXPECT_EQ(timed_fingerprint(machine, softmax, true), machine);
+  for (const TaskSpec& weighted : {dense, conv}) {
+    std::string cold = timed_fingerprint(machine, weighted, true);
+    EXPECT_EQ(cold, machine + "/cold-weights");
+    EXPECT_TRUE(timed_cold(cold));
+    EXPECT_EQ(machine_fingerprint(cold), machine);
+    EXPECT_THROW(hardware_from_fingerprint(cold), Error);  // a protocol, not a machine
+  }
+  EXPECT_FALSE(timed_cold(machine));
+  EXPECT_EQ(machine_fingerprint(machine), machine);
+  EXPECT_FALSE(timed_cold("/cold-weights"));
 }
 
 // Cold-weight timing (TLM_TIMING_COLD): the eviction runs before every timed run and

@@ -399,6 +399,39 @@ TEST(Dataset, EveryHostLearnsItsOwnRecordsUnderItsOwnPrompt) {
   EXPECT_NE(only4.sentences[0].tokens, only5.sentences[0].tokens);
 }
 
+// Cold-weight records (fingerprint + kColdWeightsSuffix) are the same host: where a task
+// has them they are its training data, ranked among themselves; elsewhere its warm ones.
+TEST(Dataset, ColdRecordsOfAHostReplaceItsWarmOnes) {
+  std::string dir = temp_dir("cold");
+  RecordStore store(dir + "/r.db");
+  Hardware host = hardware_from_fingerprint("x86-64-avx512/2c/L1d48K/L22048K/L3480M");
+  const std::string spec = "matmul:m=64,n=64,k=64", other = "softmax:rows=32,cols=64";
+  auto warm = store_timed_schedules(store, spec, host);
+  store_timed_schedules(store, other, host);
+  std::vector<Record> cold;  // timed cold, the same 20 schedules in the opposite order
+  for (size_t i = 0; i < warm.size(); ++i) {
+    double ms = 3.0 - 0.1 * double(i);
+    cold.push_back({host.fingerprint() + kColdWeightsSuffix, parse_task_spec(spec).key(), spec,
+                    warm[i], "random", Status::Ok, ms, ms, 5, "", "", 0});
+  }
+  store.add(cold);
+  auto hosts = measured_hosts(store);
+  ASSERT_EQ(hosts.size(), 1u);
+  EXPECT_EQ(hosts[0].fingerprint(), host.fingerprint());
+  ScheduleSpace space(describe_task(parse_task_spec(spec)));
+  Dataset matmul = best_measured(store, hosts, 4, {other});
+  ASSERT_EQ(matmul.sentences.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const Sentence& s = matmul.sentences[i];
+    std::vector<int> body(s.tokens.begin() + s.prompt_length, s.tokens.end());
+    EXPECT_EQ(decode_decisions(space, body), warm[warm.size() - 1 - i]);
+    EXPECT_EQ(std::vector<int>(s.tokens.begin(), s.tokens.begin() + s.prompt_length),
+              encode_prompt(host, parse_task_spec(spec), space.shape()));
+  }
+  Dataset softmax = best_measured(store, hosts, 4, {spec});  // no cold records: the warm ones
+  EXPECT_EQ(softmax.sentences.size(), 4u);
+}
+
 // Improve's data: a model's proposals enter wherever they rank.
 TEST(Dataset, SpeedClassesKeepEveryModelProposal) {
   std::string dir = temp_dir("proposals");

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "measure/library_kernels.h"
+#include "measure/timing.h"
 #include "search/generated.h"
 #include "search/search.h"
 #include "space/schedule_space.h"
@@ -45,7 +46,7 @@ BenchEntry search_entry(const TaskSpec& task, const std::string& method, SearchM
   ScheduleSpace space(describe_task(task));
   auto stored = [&] {  // this method's records that are schedules of today's space
     std::vector<Record> mine;
-    for (auto& r : store.query(task.key(), options.hardware))
+    for (auto& r : store.query(task.key(), timed_fingerprint(options.hardware, task)))
       if (r.method == name && space.is_legal(r.decisions)) mine.push_back(r);
     return mine;
   };

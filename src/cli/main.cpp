@@ -17,6 +17,7 @@
 #include "lang/sentence.h"
 #include "lang/vocabulary.h"
 #include "measure/measurer.h"
+#include "measure/timing.h"
 #include "model/registry.h"
 #include "search/search.h"
 #include "space/schedule_space.h"
@@ -105,7 +106,7 @@ void run_tune(const std::string& spec, const SearchOptions& base, bool up_to,
   options.hardware = detect_hardware().fingerprint();
   if (up_to) {
     int stored = 0;
-    for (const auto& r : store.query(task.key(), options.hardware))
+    for (const auto& r : store.query(task.key(), timed_fingerprint(options.hardware, task)))
       stored += r.method == search_method_name(options.method);
     options.trials = std::max(0, options.trials - stored);
   }

@@ -4,6 +4,7 @@
 
 #include "graph/activation_layout.h"
 #include "graph/rewrites.h"
+#include "measure/timing.h"
 #include "ops/task_shape.h"
 #include "ops/task_spec.h"
 #include "space/schedule_space.h"
@@ -50,7 +51,7 @@ std::optional<Record> fastest_legal(const RecordStore& store, const std::string&
                                     const std::string& hardware, int limit) {
   TaskSpec task = parse_task_spec(spec);
   ScheduleSpace space(describe_task(task));
-  for (auto& r : store.best(task.key(), hardware, limit))
+  for (auto& r : store.best(task.key(), timed_fingerprint(hardware, task), limit))
     if (space.is_legal(r.decisions)) return r;
   return std::nullopt;
 }

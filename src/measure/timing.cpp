@@ -15,7 +15,9 @@
 #include <thread>
 #include <vector>
 
+#include "ops/task_shape.h"
 #include "util/error.h"
+#include "util/hardware.h"
 
 namespace tlm {
 namespace {
@@ -128,6 +130,11 @@ bool cold_weights_wanted() {
     return env && std::string(env) == "1";
   }();
   return wanted;
+}
+
+std::string timed_fingerprint(const std::string& fingerprint, const TaskSpec& task, bool cold) {
+  bool flushed = cold && describe_task(task).packable_input >= 0;
+  return flushed ? fingerprint + kColdWeightsSuffix : fingerprint;
 }
 
 std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& kernels,

@@ -17,9 +17,12 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace tlm {
+
+struct TaskSpec;
 
 struct Timing {
   double min_ms = 0;
@@ -51,8 +54,14 @@ std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& k
                                      const std::vector<std::function<void()>>& before_each = {});
 
 // Whether kernels are timed with their weights flushed from the caches before each run
-// (TLM_TIMING_COLD=1; an experiment: records are measured warm, bench/reports/
-// cold_weights_s25_intel.txt).
+// (TLM_TIMING_COLD=1; an experiment, bench/reports/cold_weights_s25_intel.txt).
 bool cold_weights_wanted();
+
+// The fingerprint a task's records are stored and looked up under: the machine's
+// `fingerprint`, with kColdWeightsSuffix (util/hardware.h) when timed `cold` and the task
+// reads weights (a packable input, what the flush evicts). Tasks without weights time the
+// same either way and keep the plain fingerprint, so their records serve both protocols.
+std::string timed_fingerprint(const std::string& fingerprint, const TaskSpec& task,
+                              bool cold = cold_weights_wanted());
 
 }  // namespace tlm

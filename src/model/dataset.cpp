@@ -104,9 +104,24 @@ std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded
 
 namespace {
 
+// A task's verified records on a host that are legal in today's space, fastest first (at
+// most `limit`): those timed cold when there are any (a model's weights come from memory,
+// and cold times rank schedules as the model runs them), else the warm ones. The two are
+// never ranked together.
+std::vector<Record> legal_fastest(const RecordStore& store, const std::string& key,
+                                  const ScheduleSpace& space, const Hardware& hardware, int limit) {
+  std::vector<Record> legal;
+  for (const auto& fingerprint :
+       {hardware.fingerprint() + kColdWeightsSuffix, hardware.fingerprint()}) {
+    for (auto& r : store.best(key, fingerprint, limit))
+      if (space.is_legal(r.decisions)) legal.push_back(std::move(r));
+    if (!legal.empty()) break;
+  }
+  return legal;
+}
+
 // Calls pick(hardware, task, space, records) for every stored task not excluded and every
-// host of `hosts` that measured it, with the task's verified records on that host that are
-// legal in today's space, fastest first (at most `limit`).
+// host of `hosts` that measured it, with its legal_fastest records on that host.
 template <class Pick>
 void for_each_measured_task(const RecordStore& store, const std::vector<Hardware>& hosts, int limit,
                             const std::vector<std::string>& excluded, Pick pick) {
@@ -117,9 +132,7 @@ void for_each_measured_task(const RecordStore& store, const std::vector<Hardware
     if (skip.count(key) || !read_stored_task(key, task)) continue;
     ScheduleSpace space(describe_task(task));
     for (const auto& hardware : hosts) {
-      std::vector<Record> legal;
-      for (auto& r : store.best(key, hardware.fingerprint(), limit))
-        if (space.is_legal(r.decisions)) legal.push_back(std::move(r));
+      auto legal = legal_fastest(store, key, space, hardware, limit);
       if (!legal.empty()) pick(hardware, task, space, legal);
     }
   }
@@ -150,9 +163,11 @@ std::vector<size_t> spread_ranks(size_t n, size_t count) {
 
 std::vector<Hardware> measured_hosts(const RecordStore& store) {
   std::vector<Hardware> hosts;
+  std::set<std::string> machines;  // a host's cold and warm records are one host
   for (const auto& fingerprint : store.hardware_fingerprints()) {
+    if (!machines.insert(machine_fingerprint(fingerprint)).second) continue;
     try {
-      hosts.push_back(hardware_named(fingerprint));
+      hosts.push_back(hardware_named(machine_fingerprint(fingerprint)));
     } catch (const Error&) {
       // not a machine's fingerprint (a test's or another tool's label): nothing to prompt
     }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <map>
 
+#include "measure/timing.h"
 #include "search/search.h"
 
 namespace tlm {
@@ -12,8 +13,9 @@ GeneratedRun measure_model_schedules(ScheduleModel& model, const TaskSpec& task,
                                      Measurer& measurer, RecordStore& store,
                                      const std::string& hardware) {
   std::map<std::vector<int64_t>, Record> stored;
-  for (const auto& r : store.query(task.key(), hardware)) stored[r.decisions] = r;
-  auto best = store.best(task.key(), hardware, 1);
+  std::string timed_on = timed_fingerprint(hardware, task);
+  for (const auto& r : store.query(task.key(), timed_on)) stored[r.decisions] = r;
+  auto best = store.best(task.key(), timed_on, 1);
   double best_ms = best.empty() ? 0 : best[0].median_ms;
   GeneratedRun run;
   auto start = std::chrono::steady_clock::now();

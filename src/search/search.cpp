@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "measure/timing.h"
 #include "search/cost_model.h"
 #include "search/transfer.h"
 #include "space/schedule_space.h"
@@ -186,7 +187,7 @@ std::vector<Decisions> propose(Proposer& proposer, CostModel& model, SearchMetho
 std::vector<Record> own_records(const RecordStore& store, const TaskSpec& task,
                                 const SearchOptions& options) {
   std::vector<Record> mine;
-  for (auto& r : store.query(task.key(), options.hardware))
+  for (auto& r : store.query(task.key(), timed_fingerprint(options.hardware, task)))
     if (r.method == search_method_name(options.method)) mine.push_back(std::move(r));
   return mine;
 }
@@ -270,9 +271,18 @@ SearchMethod search_method_named(const std::string& name) {
 Record measured_record(const std::string& hardware, const TaskSpec& task,
                        const std::vector<int64_t>& decisions, const std::string& method,
                        const std::string& checkpoint, const MeasureResult& m) {
-  return {hardware,      task.key(), task.key(),      decisions,
-          method,        m.status,   m.timing.min_ms, m.timing.median_ms,
-          m.timing.runs, checkpoint, m.detail,        double(std::time(nullptr))};
+  return {timed_fingerprint(hardware, task),
+          task.key(),
+          task.key(),
+          decisions,
+          method,
+          m.status,
+          m.timing.min_ms,
+          m.timing.median_ms,
+          m.timing.runs,
+          checkpoint,
+          m.detail,
+          double(std::time(nullptr))};
 }
 
 SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& store,

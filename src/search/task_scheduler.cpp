@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "measure/timing.h"
 #include "search/generated.h"
 #include "search/search.h"
 
@@ -18,7 +19,7 @@ constexpr int kPatience = 2;
 constexpr double kWorthwhileSaving = 0.001;
 
 double best_stored(const RecordStore& store, const TaskSpec& task, const std::string& hardware) {
-  auto best = store.best(task.key(), hardware, 1);
+  auto best = store.best(task.key(), timed_fingerprint(hardware, task), 1);
   return best.empty() ? 0 : best[0].median_ms;
 }
 

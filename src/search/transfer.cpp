@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "measure/timing.h"
 #include "ops/registry.h"
 
 namespace tlm {
@@ -148,7 +149,8 @@ std::vector<std::vector<int64_t>> transfer_seeds(const RecordStore& store, const
   std::vector<std::vector<int64_t>> seeds;
   for (const auto& [distance, other] : nearest) {
     if (int(seeds.size()) >= count) break;
-    auto best = store.best(other.key(), hardware, 1);
+    auto best = store.best(other.key(), timed_fingerprint(hardware, other), 1);
+    if (best.empty()) best = store.best(other.key(), hardware, 1);  // warm: a seed all the same
     if (best.empty()) continue;
     ScheduleSpace from(describe_task(other));
     auto carried = space.repair(by_point_name(other, from, best[0].decisions, task, space), 0, rng);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -100,6 +101,18 @@ Hardware hardware_from_fingerprint(const std::string& fingerprint) {
 Hardware hardware_named(const std::string& fingerprint) {
   Hardware here = detect_hardware();
   return fingerprint == here.fingerprint() ? here : hardware_from_fingerprint(fingerprint);
+}
+
+bool timed_cold(const std::string& record_fingerprint) {
+  std::string suffix = kColdWeightsSuffix;
+  return record_fingerprint.size() > suffix.size() &&
+         record_fingerprint.compare(record_fingerprint.size() - suffix.size(), suffix.size(),
+                                    suffix) == 0;
+}
+
+std::string machine_fingerprint(const std::string& record_fingerprint) {
+  if (!timed_cold(record_fingerprint)) return record_fingerprint;
+  return record_fingerprint.substr(0, record_fingerprint.size() - std::strlen(kColdWeightsSuffix));
 }
 
 int64_t available_memory_bytes() {

@@ -26,6 +26,14 @@ Hardware hardware_from_fingerprint(const std::string& fingerprint);
 // This machine when `fingerprint` is its own, else the machine the fingerprint names: the
 // hardware a prompt describes for records or schedules made on (or for) that machine.
 Hardware hardware_named(const std::string& fingerprint);
+// Records timed under the cold-weight protocol (the task's weights flushed from the caches
+// before each timed run; DESIGN.md, measurement protocol) are stored under the machine's
+// fingerprint with this suffix, so that their times are compared only with each other.
+inline constexpr const char* kColdWeightsSuffix = "/cold-weights";
+// The machine's fingerprint of a record's: `record_fingerprint` without the suffix.
+std::string machine_fingerprint(const std::string& record_fingerprint);
+// Whether a record's fingerprint carries kColdWeightsSuffix.
+bool timed_cold(const std::string& record_fingerprint);
 // Memory the system could give a new allocation now (MemAvailable), in bytes.
 int64_t available_memory_bytes();
 
