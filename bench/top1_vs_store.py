@@ -12,6 +12,10 @@ are listed as unmeasured and left out of the sums.
 
 With two plans (two checkpoints compiling the same model), the sums are over the tasks where
 both schedules were measured, so they compare like with like.
+
+With --cold, a task's records timed cold (the plan's hardware + "/cold-weights", DESIGN.md's
+measurement protocol) are looked up where the task has any, else its warm ones: what
+fine-tuning learns from. Without it, only warm records.
 """
 import argparse
 import json
@@ -19,13 +23,22 @@ import sqlite3
 import sys
 
 
-def looked_up(db, plan_path):
+def task_records(db, spec, hardware, cold):
+    """The task's ok records on `hardware`, fastest first: cold ones first when `cold`."""
+    for fingerprint in ([hardware + "/cold-weights"] if cold else []) + [hardware]:
+        records = db.execute(
+            "select median_ms, decisions from records where task_spec=? and hardware=? "
+            "and status='ok' order by median_ms", (spec, fingerprint)).fetchall()
+        if records:
+            return records
+    return []
+
+
+def looked_up(db, plan_path, cold):
     plan = json.load(open(plan_path))
     rows = {}
     for task in plan["tasks"]:
-        records = db.execute(
-            "select median_ms, decisions from records where task_spec=? and hardware=? "
-            "and status='ok' order by median_ms", (task["spec"], plan["hardware"])).fetchall()
+        records = task_records(db, task["spec"], plan["hardware"], cold)
         mine = json.dumps(task["decisions"], separators=(",", ":"))
         rank = next((i for i, r in enumerate(records) if r[1] == mine), None)
         rows[task["spec"]] = {
@@ -41,13 +54,15 @@ def looked_up(db, plan_path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", default="bench/results/records.db")
+    parser.add_argument("--cold", action="store_true",
+                        help="cold-timed records where a task has them, else warm ones")
     parser.add_argument("plans", nargs="+", help="one or two plan.json files")
     args = parser.parse_args()
     if len(args.plans) > 2:
         sys.exit("top1_vs_store: give one or two plan.json files")
     try:
         db = sqlite3.connect(f"file:{args.db}?mode=ro", uri=True)
-        tables = [looked_up(db, p) for p in args.plans]
+        tables = [looked_up(db, p, args.cold) for p in args.plans]
     except (OSError, ValueError, KeyError, sqlite3.Error) as e:
         sys.exit(f"top1_vs_store: {type(e).__name__}: {e}")
     sums = [0.0] * len(tables)
