@@ -175,7 +175,6 @@ TEST(Cli, RecordsImportBringsOldDenseRecordsToTodaysSpace) {
   EXPECT_NE(exported.find("[4,8,8,8,8,0,8,0,0,1,8,0,0]"), std::string::npos) << exported;
 }
 
-// The model's commands: missing or corrupt models, data and registries are one-line errors.
 // Timed cold (TLM_TIMING_COLD=1), a task with weights stores its records under its own
 // fingerprint, and a search counts only those (--up-to: the warm trials do not count); a
 // task without weights times the same either way and keeps the plain fingerprint.
@@ -207,6 +206,7 @@ TEST(Cli, ColdTimedRecordsAreStoredApartFromWarmOnes) {
   EXPECT_EQ(count_on("softmax:", true), 0);
 }
 
+// The model's commands: missing or corrupt models, data and registries are one-line errors.
 TEST(Cli, ModelCommandsRejectBadInput) {
   std::string dir = temp_path("models");
   ::mkdir(dir.c_str(), 0755);
