@@ -52,9 +52,20 @@ class HalideKernel : public Kernel {
       input_buffers_.push_back(wrap(*tensor));
       params_.set(pipeline_.inputs[i], input_buffers_.back());
     }
+    dump_generated_code();
     halide_.compile_jit(Halide::get_jit_target_from_environment());
   }
   void run() override { halide_.realize(output_, Halide::Target(), params_); }
+  // With TLM_DUMP_KERNEL=PREFIX, writes PREFIX.stmt (Halide's lowered loop nest) and
+  // PREFIX.s (the assembly) of the kernel, to read what a schedule compiles to.
+  void dump_generated_code() {
+    const char* prefix = std::getenv("TLM_DUMP_KERNEL");
+    if (!prefix) return;
+    std::vector<Halide::Argument> args(pipeline_.inputs.begin(), pipeline_.inputs.end());
+    Halide::Target target = Halide::get_jit_target_from_environment();
+    halide_.compile_to_lowered_stmt(std::string(prefix) + ".stmt", args, Halide::Text, target);
+    halide_.compile_to_assembly(std::string(prefix) + ".s", args, "kernel", target);
+  }
   std::string describe() const override { return description_; }
   void evict_weights() override {
     int weights = pipeline_.shape.packable_input;

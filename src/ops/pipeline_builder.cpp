@@ -14,13 +14,22 @@ using Halide::ImageParam;
 using Halide::Var;
 
 // Every buffer has the task's fixed bounds: telling Halide so lets it fold index arithmetic,
-// prove vector loads aligned (packed weights) and drop tail checks. Strides stay free:
-// fixing them as well made LLVM 14 miscompile some avx512_skylake schedules (a 2x2 avg pool
-// with an unrolled reduction gave wrong values), and the bounds alone give the speed.
-void fix_bounds(Halide::OutputImageParam buffer, const std::vector<int64_t>& row_major_shape) {
+// prove vector loads aligned (packed weights) and drop tail checks. With `dense`, the
+// strides are fixed as well (row-major, no gaps), so every load of a register tile is one
+// base pointer plus a constant offset; with free strides each of a tile's rows needs its
+// own pointer register, and tiles of 14+ rows spilled. Only the convolution and matrix
+// product inputs are dense: fixing every buffer's strides made LLVM 14 miscompile a 2x2
+// avg pool under some schedules (an unrolled reduction, wrong values).
+void fix_bounds(Halide::OutputImageParam buffer, const std::vector<int64_t>& row_major_shape,
+                bool dense = false) {
   int dims = static_cast<int>(row_major_shape.size());
-  for (int d = 0; d < dims; ++d)
-    buffer.dim(d).set_bounds(0, static_cast<int>(row_major_shape[dims - 1 - d]));
+  int stride = 1;
+  for (int d = 0; d < dims; ++d) {
+    int extent = static_cast<int>(row_major_shape[dims - 1 - d]);
+    buffer.dim(d).set_bounds(0, extent);
+    if (dense) buffer.dim(d).set_stride(stride);
+    stride *= extent;
+  }
 }
 
 }  // namespace
@@ -43,9 +52,19 @@ std::vector<Var> make_vars(const std::vector<std::string>& names) {
 
 ImageParam PipelineBuilder::input(const std::string& name, const std::vector<int64_t>& shape,
                                   int64_t index_range) {
+  return add_input(name, shape, index_range, false);
+}
+
+ImageParam PipelineBuilder::dense_input(const std::string& name,
+                                        const std::vector<int64_t>& shape) {
+  return add_input(name, shape, 0, true);
+}
+
+ImageParam PipelineBuilder::add_input(const std::string& name, const std::vector<int64_t>& shape,
+                                      int64_t index_range, bool dense) {
   pipeline_.shape.inputs.push_back({name, shape, index_range});
   ImageParam param(Halide::Float(32), static_cast<int>(shape.size()), name);
-  fix_bounds(param, shape);
+  fix_bounds(param, shape, dense);
   pipeline_.inputs.push_back(param);
   return param;
 }
@@ -59,12 +78,12 @@ Func PipelineBuilder::packable_weight(const std::string& name, const std::vector
   std::vector<Var> vars = {Var("w0"), Var("w1"), Var("w2"), Var("w3")};
   vars.resize(shape.size());
   if (weight_block_ <= 1) {
-    ImageParam plain = input(name, shape);
+    ImageParam plain = dense_input(name, shape);
     w(vars) = plain(vars);
     return w;
   }
   ImageParam packed(Halide::Float(32), static_cast<int>(shape.size()) + 1, name);
-  fix_bounds(packed, packed_shape(shape, weight_block_, channel_dim));
+  fix_bounds(packed, packed_shape(shape, weight_block_, channel_dim), true);
   pipeline_.shape.inputs.push_back({name, shape});
   pipeline_.inputs.push_back(packed);
   Expr b = static_cast<int>(weight_block_);

@@ -27,6 +27,9 @@ class PipelineBuilder {
   // indices into a dimension of that many entries (InputShape).
   Halide::ImageParam input(const std::string& name, const std::vector<int64_t>& shape,
                            int64_t index_range = 0);
+  // An input whose strides are fixed too (dense row-major), for the operands of register
+  // tiles (convolutions, matrix products): their loads become constant offsets.
+  Halide::ImageParam dense_input(const std::string& name, const std::vector<int64_t>& shape);
   // A weight input that the space may pack in blocks of output channels along its
   // row-major dimension `channel_dim` (pack_channel_blocks); returns a Func reading it in
   // the plain index order, whichever layout the buffer has.
@@ -54,6 +57,9 @@ class PipelineBuilder {
  private:
   Halide::Expr apply_epilogue(Halide::Expr value, const std::vector<Halide::Var>& vars,
                               const std::vector<int64_t>& row_major_shape);
+
+  Halide::ImageParam add_input(const std::string& name, const std::vector<int64_t>& shape,
+                               int64_t index_range, bool dense);
 
   const TaskSpec& task_;
   int64_t weight_block_;

@@ -1,5 +1,7 @@
 #include "space/apply_schedule.h"
 
+#include <algorithm>
+
 namespace tlm {
 namespace {
 
@@ -12,11 +14,19 @@ using Halide::VarOrRVar;
 
 constexpr int64_t kMaxUnrolledBody = 64;  // cap on the product of unrolled trip counts
 
-// Register-tile dims innermost first: the vector dim, then the others in order.
-std::vector<int> dims_vector_first(size_t dims, int vector_dim) {
+// Register-tile dims innermost first: the vector dim, then the others by ascending trip
+// count (ties in dim order). The longest dim outermost keeps few operands live across the
+// unrolled body: in a channel-blocked convolution with 14 output columns and 2 output
+// channel blocks, the 2 weight vectors stay in registers while each input broadcast is
+// used at once by both, instead of 14 broadcasts waiting for the second block (which
+// spilled 28 accumulators to the stack: 0.67 -> 0.31 ms for 256->1024 at 14x14 on Intel).
+std::vector<int> register_tile_order(size_t dims, int vector_dim,
+                                     const std::vector<int64_t>& tile_extent) {
   std::vector<int> order = {vector_dim};
   for (size_t d = 0; d < dims; ++d)
     if (static_cast<int>(d) != vector_dim) order.push_back(static_cast<int>(d));
+  std::stable_sort(order.begin() + 1, order.end(),
+                   [&](int a, int b) { return tile_extent[a] < tile_extent[b]; });
   return order;
 }
 
@@ -58,7 +68,7 @@ OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s,
     out.split(stage.vars[d], outer[d], tile, static_cast<int>(s.tile1[d]), tail)
         .split(tile, mid[d], inner[d], static_cast<int>(s.tile2[d]), tail);
   }
-  std::vector<int> tile_dims = dims_vector_first(dims, s.vector_dim);
+  std::vector<int> tile_dims = register_tile_order(dims, s.vector_dim, s.tile2);
   std::vector<VarOrRVar> order;
   for (int d : tile_dims) order.push_back(inner[d]);
   for (auto& v : mid) order.push_back(v);
@@ -150,7 +160,7 @@ void schedule_anchor(PipelineStage& stage, const StageShape& shape, const StageS
       tile_extent[d] = shape.extents[d];
   }
   int width = tile_extent[size_t(vdim)] % s.vector_width == 0 ? s.vector_width : 1;
-  std::vector<int> tile_dims = dims_vector_first(dims, vdim);
+  std::vector<int> tile_dims = register_tile_order(dims, vdim, tile_extent);
   auto schedule_definition = [&](Halide::Stage def, bool is_update) {
     std::vector<Var> inner, outer;
     for (size_t d = 0; d < dims; ++d) {

@@ -3,7 +3,8 @@
 //
 // The loop nest of the output stage (innermost first):
 //   register tile  : T2[d] iterations of each pure loop d; the vector dim innermost,
-//                    vectorized by `vector_width` (and unrolled when `unroll`)
+//                    vectorized by `vector_width`, the others around it by ascending
+//                    T2[d] (and unrolled when `unroll`)
 //   mid loops      : T1[d] / T2[d] for each d, walking register tiles inside a cache tile
 //   outer loops    : extent[d] / T1[d]; the outermost `parallel_loops` fused and parallel
 // Other stages are computed inline, at root, per cache tile or per register tile.

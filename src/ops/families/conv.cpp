@@ -158,9 +158,9 @@ void build_conv_kind(PipelineBuilder& b, bool depthwise) {
   int64_t k = depthwise ? win.c : t.get("k"), groups = depthwise ? win.c : t.get("groups");
   int64_t cg = win.c / groups, kg = k / groups;
   int64_t bi = t.get("in_block"), bo = t.get("out_block");
-  ImageParam X = b.input("X", channel_blocked_shape({win.n, win.c, win.h, win.w}, bi));
+  ImageParam X = b.dense_input("X", channel_blocked_shape({win.n, win.c, win.h, win.w}, bi));
   Func W = groups == 1 || depthwise ? b.packable_weight("W", {k, cg, win.r, win.s})
-                                    : Func(b.input("W", {k, cg, win.r, win.s}));
+                                    : Func(b.dense_input("W", {k, cg, win.r, win.s}));
   Func src = padded_input(b, X, win, 0.0f, bi, source_dims(bi, bo, depthwise));
   ConvOutput o = conv_output(win, k, bo);
   Expr st = static_cast<int>(win.stride), dl = static_cast<int>(win.dilation);
