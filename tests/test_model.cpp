@@ -430,6 +430,18 @@ TEST(Dataset, ColdRecordsOfAHostReplaceItsWarmOnes) {
   }
   Dataset softmax = best_measured(store, hosts, 4, {spec});  // no cold records: the warm ones
   EXPECT_EQ(softmax.sentences.size(), 4u);
+  // Speed classes learn the cold order too, unless told to keep to the warm records.
+  SpeedSelection first{1};
+  auto fastest_of = [&](const SpeedSelection& selection) {
+    Dataset d = measured_by_speed(store, hosts, selection, {other});
+    EXPECT_EQ(d.sentences.size(), 1u);
+    const Sentence& s = d.sentences.at(0);
+    return decode_decisions(space, {s.tokens.begin() + s.prompt_length, s.tokens.end()});
+  };
+  EXPECT_EQ(fastest_of(first), warm.back());
+  SpeedSelection warm_only{1};
+  warm_only.cold_records = false;
+  EXPECT_EQ(fastest_of(warm_only), warm.front());
 }
 
 // Improve's data: a model's proposals enter wherever they rank.

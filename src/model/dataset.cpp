@@ -105,14 +105,16 @@ std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded
 namespace {
 
 // A task's verified records on a host that are legal in today's space, fastest first (at
-// most `limit`): those timed cold when there are any (a model's weights come from memory,
-// and cold times rank schedules as the model runs them), else the warm ones. The two are
-// never ranked together.
+// most `limit`): those timed cold when there are any and `cold` allows them (a model's
+// weights come from memory, and cold times rank schedules as the model runs them), else the
+// warm ones. The two are never ranked together.
 std::vector<Record> legal_fastest(const RecordStore& store, const std::string& key,
-                                  const ScheduleSpace& space, const Hardware& hardware, int limit) {
+                                  const ScheduleSpace& space, const Hardware& hardware, int limit,
+                                  bool cold) {
   std::vector<Record> legal;
-  for (const auto& fingerprint :
-       {hardware.fingerprint() + kColdWeightsSuffix, hardware.fingerprint()}) {
+  std::vector<std::string> fingerprints = {hardware.fingerprint()};
+  if (cold) fingerprints.insert(fingerprints.begin(), hardware.fingerprint() + kColdWeightsSuffix);
+  for (const auto& fingerprint : fingerprints) {
     for (auto& r : store.best(key, fingerprint, limit))
       if (space.is_legal(r.decisions)) legal.push_back(std::move(r));
     if (!legal.empty()) break;
@@ -124,7 +126,7 @@ std::vector<Record> legal_fastest(const RecordStore& store, const std::string& k
 // host of `hosts` that measured it, with its legal_fastest records on that host.
 template <class Pick>
 void for_each_measured_task(const RecordStore& store, const std::vector<Hardware>& hosts, int limit,
-                            const std::vector<std::string>& excluded, Pick pick) {
+                            bool cold, const std::vector<std::string>& excluded, Pick pick) {
   std::set<std::string> skip;
   for (const auto& e : excluded) skip.insert(parse_task_spec(e).key());
   for (const auto& key : store.task_keys()) {
@@ -132,7 +134,7 @@ void for_each_measured_task(const RecordStore& store, const std::vector<Hardware
     if (skip.count(key) || !read_stored_task(key, task)) continue;
     ScheduleSpace space(describe_task(task));
     for (const auto& hardware : hosts) {
-      auto legal = legal_fastest(store, key, space, hardware, limit);
+      auto legal = legal_fastest(store, key, space, hardware, limit, cold);
       if (!legal.empty()) pick(hardware, task, space, legal);
     }
   }
@@ -178,7 +180,7 @@ std::vector<Hardware> measured_hosts(const RecordStore& store) {
 Dataset best_measured(const RecordStore& store, const std::vector<Hardware>& hosts, int per_task,
                       const std::vector<std::string>& excluded) {
   Dataset data;
-  for_each_measured_task(store, hosts, per_task, excluded,
+  for_each_measured_task(store, hosts, per_task, true, excluded,
                          [&](const Hardware& hardware, const TaskSpec& task,
                              const ScheduleSpace& space, const std::vector<Record>& fastest) {
                            auto prompt = encode_prompt(hardware, task, space.shape());
@@ -210,7 +212,8 @@ Dataset measured_by_speed(const RecordStore& store, const std::vector<Hardware>&
     for (size_t rank = 0; selection.model_proposals && rank < fastest.size(); ++rank)
       if (!fastest[rank].checkpoint.empty() && !picked.count(rank)) add(rank);
   };
-  for_each_measured_task(store, hosts, std::numeric_limits<int>::max(), excluded, pick);
+  for_each_measured_task(store, hosts, std::numeric_limits<int>::max(), selection.cold_records,
+                         excluded, pick);
   return data;
 }
 

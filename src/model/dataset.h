@@ -62,6 +62,8 @@ struct SpeedSelection {
                                  // that mixed them (a schedule none of them is)
   bool model_proposals = false;  // also every schedule a model proposed (its record names the
                                  // checkpoint), wherever it ranks: improve's own mistakes
+  bool cold_records = true;      // a host's cold-timed records of a task replace its warm ones;
+                                 // false: the warm ones only
 };
 // Fine-tuning sentences of every speed from the verified schedules of every task the store
 // has measured on each of `hosts`, as `selection` picks them among that host's records,
