@@ -17,9 +17,9 @@ using Halide::Var;
 // prove vector loads aligned (packed weights) and drop tail checks. With `dense`, the
 // strides are fixed as well (row-major, no gaps), so every load of a register tile is one
 // base pointer plus a constant offset; with free strides each of a tile's rows needs its
-// own pointer register, and tiles of 14+ rows spilled. Only the convolution and matrix
-// product inputs are dense: fixing every buffer's strides made LLVM 14 miscompile a 2x2
-// avg pool under some schedules (an unrolled reduction, wrong values).
+// own pointer register, and tiles of 14+ rows spilled. Only the (not depthwise) convolution and
+// matrix product inputs are dense: fixing every buffer's strides made LLVM 14 miscompile a 2x2 avg
+// pool under some schedules (an unrolled reduction, wrong values).
 void fix_bounds(Halide::OutputImageParam buffer, const std::vector<int64_t>& row_major_shape,
                 bool dense = false) {
   int dims = static_cast<int>(row_major_shape.size());
@@ -70,7 +70,7 @@ ImageParam PipelineBuilder::add_input(const std::string& name, const std::vector
 }
 
 Func PipelineBuilder::packable_weight(const std::string& name, const std::vector<int64_t>& shape,
-                                      int channel_dim) {
+                                      int channel_dim, bool dense) {
   pipeline_.shape.packable_input = static_cast<int>(pipeline_.inputs.size());
   pipeline_.shape.packable_dim = channel_dim;
   pipeline_.shape.packable_extent = shape.at(size_t(channel_dim));
@@ -78,12 +78,12 @@ Func PipelineBuilder::packable_weight(const std::string& name, const std::vector
   std::vector<Var> vars = {Var("w0"), Var("w1"), Var("w2"), Var("w3")};
   vars.resize(shape.size());
   if (weight_block_ <= 1) {
-    ImageParam plain = dense_input(name, shape);
+    ImageParam plain = dense ? dense_input(name, shape) : input(name, shape);
     w(vars) = plain(vars);
     return w;
   }
   ImageParam packed(Halide::Float(32), static_cast<int>(shape.size()) + 1, name);
-  fix_bounds(packed, packed_shape(shape, weight_block_, channel_dim), true);
+  fix_bounds(packed, packed_shape(shape, weight_block_, channel_dim), dense);
   pipeline_.shape.inputs.push_back({name, shape});
   pipeline_.inputs.push_back(packed);
   Expr b = static_cast<int>(weight_block_);

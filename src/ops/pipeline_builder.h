@@ -32,9 +32,10 @@ class PipelineBuilder {
   Halide::ImageParam dense_input(const std::string& name, const std::vector<int64_t>& shape);
   // A weight input that the space may pack in blocks of output channels along its
   // row-major dimension `channel_dim` (pack_channel_blocks); returns a Func reading it in
-  // the plain index order, whichever layout the buffer has.
+  // the plain index order, whichever layout the buffer has. `dense`: its strides fixed
+  // too (dense_input).
   Halide::Func packable_weight(const std::string& name, const std::vector<int64_t>& shape,
-                               int channel_dim = 0);
+                               int channel_dim = 0, bool dense = true);
 
   // Adds a stage. Its name (the Func's base name) must be one of known_stage_names().
   void add_stage(StageKind kind, Halide::Func func, const std::vector<Halide::Var>& vars,

@@ -158,8 +158,11 @@ void build_conv_kind(PipelineBuilder& b, bool depthwise) {
   int64_t k = depthwise ? win.c : t.get("k"), groups = depthwise ? win.c : t.get("groups");
   int64_t cg = win.c / groups, kg = k / groups;
   int64_t bi = t.get("in_block"), bo = t.get("out_block");
-  ImageParam X = b.dense_input("X", channel_blocked_shape({win.n, win.c, win.h, win.w}, bi));
-  Func W = groups == 1 || depthwise ? b.packable_weight("W", {k, cg, win.r, win.s})
+  // Depthwise buffers keep free strides: a packed depthwise weight with fixed strides ran
+  // some schedules 3.4x slower (an unsplit 3x3 window: 0.053 -> 0.179 ms on Intel).
+  const std::vector<int64_t> x_shape = channel_blocked_shape({win.n, win.c, win.h, win.w}, bi);
+  ImageParam X = depthwise ? b.input("X", x_shape) : b.dense_input("X", x_shape);
+  Func W = groups == 1 || depthwise ? b.packable_weight("W", {k, cg, win.r, win.s}, 0, !depthwise)
                                     : Func(b.dense_input("W", {k, cg, win.r, win.s}));
   Func src = padded_input(b, X, win, 0.0f, bi, source_dims(bi, bo, depthwise));
   ConvOutput o = conv_output(win, k, bo);
