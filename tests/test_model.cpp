@@ -430,6 +430,11 @@ TEST(Dataset, ColdRecordsOfAHostReplaceItsWarmOnes) {
   }
   Dataset softmax = best_measured(store, hosts, 4, {spec});  // no cold records: the warm ones
   EXPECT_EQ(softmax.sentences.size(), 4u);
+  Dataset warm_matmul = best_measured(store, hosts, 1, {other}, false);
+  ASSERT_EQ(warm_matmul.sentences.size(), 1u);
+  const Sentence& w = warm_matmul.sentences[0];
+  EXPECT_EQ(decode_decisions(space, {w.tokens.begin() + w.prompt_length, w.tokens.end()}),
+            warm.front());
   // Speed classes learn the cold order too, unless told to keep to the warm records.
   SpeedSelection first{1};
   auto fastest_of = [&](const SpeedSelection& selection) {

@@ -83,8 +83,6 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
     throw Error("train finetune: --model-proposals needs --speed-classes");
   if (f.top_copies > 0 && !f.speed_classes)
     throw Error("train finetune: --top-copies needs --speed-classes");
-  if (f.warm_only && !f.speed_classes)
-    throw Error("train finetune: --warm-only needs --speed-classes");
   auto hosts = named_host(f.hardware);
   RecordStore store(f.db);
   if (hosts.empty()) hosts = measured_hosts(store);
@@ -101,7 +99,7 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
   selection.model_proposals = f.model_proposals;
   selection.cold_records = !f.warm_only;
   Dataset data = f.speed_classes ? measured_by_speed(store, hosts, selection, excluded)
-                                 : best_measured(store, hosts, f.per_task, excluded);
+                                 : best_measured(store, hosts, f.per_task, excluded, !f.warm_only);
   f.train.options.speed_prompt = f.speed_classes;
   if (data.sentences.empty())
     throw Error("train finetune: no measured schedules in '" + f.db + "'");
@@ -213,8 +211,8 @@ void add_train_commands(CLI::App& app, const std::string& command_line) {
                      "with --speed-classes: also every schedule a model proposed (tlm improve's "
                      "data)");
   finetune->add_flag("--warm-only", fine->warm_only,
-                     "with --speed-classes: warm-timed records only (a host's records timed "
-                     "cold, TLM_TIMING_COLD, are left out)");
+                     "warm-timed records only (a host's records timed cold, TLM_TIMING_COLD, "
+                     "are left out)");
   finetune
       ->add_option("--hardware", fine->hardware,
                    "whose records: all (default; each prompted with its host), this, or a "

@@ -178,9 +178,9 @@ std::vector<Hardware> measured_hosts(const RecordStore& store) {
 }
 
 Dataset best_measured(const RecordStore& store, const std::vector<Hardware>& hosts, int per_task,
-                      const std::vector<std::string>& excluded) {
+                      const std::vector<std::string>& excluded, bool cold_records) {
   Dataset data;
-  for_each_measured_task(store, hosts, per_task, true, excluded,
+  for_each_measured_task(store, hosts, per_task, cold_records, excluded,
                          [&](const Hardware& hardware, const TaskSpec& task,
                              const ScheduleSpace& space, const std::vector<Record>& fastest) {
                            auto prompt = encode_prompt(hardware, task, space.shape());

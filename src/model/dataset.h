@@ -46,9 +46,10 @@ constexpr int kSpeedPerTask = 64;
 std::vector<Hardware> measured_hosts(const RecordStore& store);
 // Fine-tuning sentences: the `per_task` fastest verified schedules of every task the store
 // has measured on each of `hosts` (task by task, host by host), minus `excluded` (held-out
-// tasks), skipping records that are no longer legal in the task's space.
+// tasks), skipping records that are no longer legal in the task's space. A host's
+// cold-timed records of a task replace its warm ones unless `cold_records` is false.
 Dataset best_measured(const RecordStore& store, const std::vector<Hardware>& hosts, int per_task,
-                      const std::vector<std::string>& excluded);
+                      const std::vector<std::string>& excluded, bool cold_records = true);
 // Which measured schedules become speed-labeled sentences (measured_by_speed).
 struct SpeedSelection {
   SpeedSelection(int per_task = kSpeedPerTask, int best_copies = 1)

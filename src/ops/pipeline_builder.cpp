@@ -17,9 +17,9 @@ using Halide::Var;
 // prove vector loads aligned (packed weights) and drop tail checks. With `dense`, the
 // strides are fixed as well (row-major, no gaps), so every load of a register tile is one
 // base pointer plus a constant offset; with free strides each of a tile's rows needs its
-// own pointer register, and tiles of 14+ rows spilled. Only the (not depthwise) convolution and
-// matrix product inputs are dense: fixing every buffer's strides made LLVM 14 miscompile a 2x2 avg
-// pool under some schedules (an unrolled reduction, wrong values).
+// own pointer register, and tiles of 14+ rows spilled. Only the inputs of convolutions
+// (not depthwise) and matrix products are dense: fixing every buffer's strides made LLVM 14
+// miscompile a 2x2 avg pool under some schedules (an unrolled reduction, wrong values).
 void fix_bounds(Halide::OutputImageParam buffer, const std::vector<int64_t>& row_major_shape,
                 bool dense = false) {
   int dims = static_cast<int>(row_major_shape.size());
