@@ -214,6 +214,10 @@ TEST(Cli, ModelCommandsRejectBadInput) {
   expect_one_line_error("gen 'matmul:m=8,n=8,k=8' --models " + dir, "no default model");
   expect_one_line_error("gen 'matmul:m=8,n=8,k=8' --model " + dir + "/tlm-none", "cannot read");
   expect_one_line_error("model --models " + dir + " rollback", "no validated base");
+  expect_one_line_error("model --models " + dir + " rollback --hardware this",
+                        "no default promoted");
+  expect_one_line_error("model --models " + dir + " rollback tlm-0 --hardware this", "give no id");
+  expect_one_line_error("model --models " + dir + " promote tlm-0 --hardware zen9", "zen9");
   std::string data = temp_path("data.bin");
   std::ofstream(data) << "TLMDATA1 but then nothing sensible";
   std::string config = temp_path("config.json");

@@ -525,6 +525,49 @@ TEST(Registry, PromoteRollbackAndHistory) {
   EXPECT_THROW(Registry{dir}, Error);
 }
 
+// A checkpoint promoted for one machine is that machine's default only; the others keep
+// the shared default, and rolling the host back drops its entry.
+TEST(Registry, AHostsOwnDefault) {
+  std::string dir = temp_dir("registry-host");
+  torch::manual_seed(8);
+  Gpt a(tiny_config()), b(tiny_config());
+  std::string shared = write_checkpoint(a, {}, dir), own = write_checkpoint(b, {}, dir);
+  const std::string host = "x86-64-avx512/2c/L1d48K/L22048K/L3480M";
+  const std::string other = "x86-64-avx512/2c/L1d32K/L21024K/L3320M";
+  {
+    Registry registry(dir);
+    registry.set_base(shared, "shipped");
+    registry.promote_for_host(own, host, "fine-tuned on its records");
+    EXPECT_THROW(registry.promote_for_host("tlm-none", host, "x"), Error);
+    EXPECT_THROW(registry.promote_for_host(own, "", "x"), Error);
+  }
+  Registry reread(dir);
+  EXPECT_EQ(reread.default_id(), shared);
+  EXPECT_EQ(reread.default_for(host), own);
+  EXPECT_EQ(reread.default_for(other), shared);
+  EXPECT_EQ(resolve_model("", dir, host), dir + "/" + own);
+  EXPECT_EQ(resolve_model("", dir, other), dir + "/" + shared);
+  EXPECT_EQ(resolve_model("", dir), dir + "/" + shared);
+  EXPECT_THROW(reread.rollback_host(other, "never promoted"), Error);
+  reread.rollback_host(host, "slower");
+  EXPECT_EQ(Registry(dir).default_for(host), shared);
+  EXPECT_EQ(Registry(dir).history().size(), 3u);
+  std::ofstream(dir + "/registry.json") << R"({"default": ")" << shared << R"(", "hosts": [1]})";
+  EXPECT_THROW(Registry{dir}, Error);
+}
+
+// The repository's registry names checkpoints that are in the repository and load (a
+// host's own default too: a clean clone on that host compiles with it).
+TEST(Registry, TheShippedRegistryNamesCheckpointsThatLoad) {
+  Registry shipped(TLM_MODELS_DIR);
+  std::vector<std::string> ids = {shipped.default_id(), shipped.base_id()};
+  for (const auto& [host, id] : shipped.host_defaults()) {
+    EXPECT_NO_THROW(hardware_named(host)) << host;
+    ids.push_back(id);
+  }
+  for (const auto& id : ids) EXPECT_NO_THROW(load_checkpoint(shipped.path_of(id))) << id;
+}
+
 // A run stopped after 3 steps and resumed to 6 ends exactly where a 6-step run ends.
 TEST(Train, SpeedClassFinetuneMakesAModelThatAsksForTheBest) {
   std::string dir = temp_dir("speed-train");

@@ -43,8 +43,9 @@ ScheduleSources open_schedule_sources(const CompileFlags& f, const std::string& 
   ScheduleSources sources;
   std::ifstream probe(f.db);
   if (probe || f.options.trials_per_task > 0) sources.store = std::make_unique<RecordStore>(f.db);
-  if (!f.checkpoint.empty() || Registry(f.models_dir).default_id() != "")
-    sources.model = ScheduleModel::load(resolve_model(f.checkpoint, f.models_dir));
+  std::string host = f.hardware.empty() ? detect_hardware().fingerprint() : f.hardware;
+  if (!f.checkpoint.empty() || Registry(f.models_dir).default_for(host) != "")
+    sources.model = ScheduleModel::load(resolve_model(f.checkpoint, f.models_dir, host));
   if (!sources.model && f.options.strategy == Strategy::Tlm)
     throw Error("--strategy tlm needs a model: '" + f.models_dir +
                 "' has no default checkpoint (name one with --model)");

@@ -380,7 +380,8 @@ int run(int argc, char** argv) {
   if (*c.bench_op) {
     f.bench.methods = split(f.methods, ',');
     if (f.methods.find("tlm-") != std::string::npos)
-      f.bench.model_path = resolve_model(f.bench.model_path, "models");
+      f.bench.model_path =
+          resolve_model(f.bench.model_path, "models", detect_hardware().fingerprint());
     run_bench(f.specs, f.bench, f.json_path, f.common);
   }
   return 0;

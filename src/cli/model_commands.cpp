@@ -142,10 +142,11 @@ void measure_generated(const TaskSpec& task, const std::vector<Generated>& resul
 void run_gen(const GenFlags& f, const std::string& exe) {
   TaskSpec task = parse_task_spec(f.task);
   auto start = std::chrono::steady_clock::now();
-  auto model = ScheduleModel::load(resolve_model(f.model, f.models_dir));
+  Hardware hardware = detect_hardware();
+  auto model = ScheduleModel::load(resolve_model(f.model, f.models_dir, hardware.fingerprint()));
   double load_ms = ms_since(start);
   start = std::chrono::steady_clock::now();
-  auto results = model->generate(task, detect_hardware(), f.options);
+  auto results = model->generate(task, hardware, f.options);
   double generate_ms = ms_since(start);
   for (const auto& g : results) {
     std::vector<std::string> values;
@@ -226,12 +227,19 @@ void add_train_commands(CLI::App& app, const std::string& command_line) {
 
 struct RegistryFlags {
   std::string models_dir = "models", id, reason = "by hand";
+  std::string hardware;  // promote/rollback for this machine only ("this": the one running)
 };
+
+std::string host_fingerprint(const std::string& hardware) {
+  return hardware == "this" ? detect_hardware().fingerprint() : hardware;
+}
 
 void print_checkpoints(const Registry& registry) {
   for (const auto& c : registry.list()) {
     std::string marks = c.id == registry.default_id() ? " [default]" : "";
     if (c.id == registry.base_id()) marks += " [base]";
+    for (const auto& [host, id] : registry.host_defaults())
+      if (id == c.id) marks += " [default for " + host + "]";
     std::printf("%s%s  parent %s  data %s  %s\n", c.id.c_str(), marks.c_str(),
                 c.parent.empty() ? "-" : c.parent.c_str(), c.data_hash.c_str(),
                 c.metrics_json.c_str());
@@ -255,10 +263,17 @@ void add_registry_commands(CLI::App& app) {
   auto* promote = model->add_subcommand("promote", "make a checkpoint the default");
   promote->add_option("id", flags->id, "checkpoint id")->required();
   promote->add_option("--reason", flags->reason, "recorded in the history");
+  promote
+      ->add_option("--hardware", flags->hardware,
+                   "the default of this machine only (a fingerprint, or this)")
+      ->check(fingerprint_or({"this"}));
   promote->callback([flags] {
     Registry registry(flags->models_dir);
     load_checkpoint(registry.path_of(flags->id));  // its content hash holds and it loads
-    registry.promote(flags->id, flags->reason);
+    if (flags->hardware.empty())
+      registry.promote(flags->id, flags->reason);
+    else
+      registry.promote_for_host(flags->id, host_fingerprint(flags->hardware), flags->reason);
   });
   auto* base = model->add_subcommand("base", "mark a checkpoint as the validated base");
   base->add_option("id", flags->id, "checkpoint id")->required();
@@ -267,7 +282,20 @@ void add_registry_commands(CLI::App& app) {
   auto* rollback = model->add_subcommand("rollback", "make the base (or a given id) the default");
   rollback->add_option("id", flags->id, "checkpoint id (default: the validated base)");
   rollback->add_option("--reason", flags->reason, "recorded in the history");
-  rollback->callback([flags] { Registry(flags->models_dir).rollback(flags->id, flags->reason); });
+  rollback
+      ->add_option("--hardware", flags->hardware,
+                   "drop this machine's own default (a fingerprint, or this): the shared "
+                   "default applies to it again")
+      ->check(fingerprint_or({"this"}));
+  rollback->callback([flags] {
+    Registry registry(flags->models_dir);
+    if (flags->hardware.empty())
+      registry.rollback(flags->id, flags->reason);
+    else if (!flags->id.empty())
+      throw Error("model rollback: --hardware drops the host's entry; give no id");
+    else
+      registry.rollback_host(host_fingerprint(flags->hardware), flags->reason);
+  });
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ Registry::Registry(std::string models_dir) : dir_(std::move(models_dir)) {
   try {
     default_ = j.value("default", "");
     base_ = j.value("base", "");
+    host_defaults_ = j.value("hosts", std::map<std::string, std::string>{});
     for (const auto& h : j.value("history", nlohmann::json::array())) history_.push_back(h.dump());
   } catch (const nlohmann::json::exception&) {
     throw Error("registry '" + path + "' is corrupt");
@@ -76,13 +77,32 @@ std::vector<CheckpointSummary> Registry::list() const {
   return out;
 }
 
-void Registry::record(const std::string& action, const std::string& id, const std::string& reason) {
-  history_.push_back(nlohmann::json({{"time", double(std::time(nullptr))},
-                                     {"action", action},
-                                     {"id", id},
-                                     {"reason", reason}})
-                         .dump());
+void Registry::record(const std::string& action, const std::string& id, const std::string& reason,
+                      const std::string& fingerprint) {
+  nlohmann::json entry = {
+      {"time", double(std::time(nullptr))}, {"action", action}, {"id", id}, {"reason", reason}};
+  if (!fingerprint.empty()) entry["hardware"] = fingerprint;
+  history_.push_back(entry.dump());
   save();
+}
+
+std::string Registry::default_for(const std::string& fingerprint) const {
+  auto host = host_defaults_.find(fingerprint);
+  return host == host_defaults_.end() ? default_ : host->second;
+}
+
+void Registry::promote_for_host(const std::string& id, const std::string& fingerprint,
+                                const std::string& reason) {
+  path_of(id);
+  if (fingerprint.empty()) throw Error("promote: no hardware fingerprint for the host");
+  host_defaults_[fingerprint] = id;
+  record("promote-host", id, reason, fingerprint);
+}
+
+void Registry::rollback_host(const std::string& fingerprint, const std::string& reason) {
+  if (!host_defaults_.erase(fingerprint))
+    throw Error("rollback: no default promoted for '" + fingerprint + "'");
+  record("rollback-host", default_, reason, fingerprint);
 }
 
 void Registry::promote(const std::string& id, const std::string& reason) {
@@ -106,12 +126,14 @@ void Registry::rollback(const std::string& id, const std::string& reason) {
   record("rollback", target, reason);
 }
 
-std::string resolve_model(const std::string& model, const std::string& models_dir) {
+std::string resolve_model(const std::string& model, const std::string& models_dir,
+                          const std::string& fingerprint) {
   if (!model.empty()) return model;
   Registry registry(models_dir);
-  if (registry.default_id().empty())
+  std::string id = registry.default_for(fingerprint);
+  if (id.empty())
     throw Error("no default model in '" + models_dir + "' (train one, or pass --model)");
-  return registry.path_of(registry.default_id());
+  return registry.path_of(id);
 }
 
 std::string default_models_dir(const std::string& exe) {
@@ -125,6 +147,7 @@ std::string default_models_dir(const std::string& exe) {
 
 void Registry::save() const {
   nlohmann::json j = {{"default", default_}, {"base", base_}, {"history", nlohmann::json::array()}};
+  if (!host_defaults_.empty()) j["hosts"] = host_defaults_;
   for (const auto& h : history_) j["history"].push_back(nlohmann::json::parse(h));
   std::string path = dir_ + "/registry.json", tmp = path + ".tmp";
   {
