@@ -537,21 +537,26 @@ TEST(Registry, AHostsOwnDefault) {
   {
     Registry registry(dir);
     registry.set_base(shared, "shipped");
-    registry.promote_for_host(own, host, "fine-tuned on its records");
+    registry.promote_for_host(own, host, "fine-tuned on its records", 16);
+    registry.promote_for_host(own, host, "again, the layout kept");
     EXPECT_THROW(registry.promote_for_host("tlm-none", host, "x"), Error);
     EXPECT_THROW(registry.promote_for_host(own, "", "x"), Error);
+    EXPECT_THROW(registry.promote_for_host(own, host, "x", 8), Error);
   }
   Registry reread(dir);
   EXPECT_EQ(reread.default_id(), shared);
   EXPECT_EQ(reread.default_for(host), own);
   EXPECT_EQ(reread.default_for(other), shared);
+  EXPECT_EQ(reread.activation_block_for(host), 16);
+  EXPECT_EQ(reread.activation_block_for(other), -1);
   EXPECT_EQ(resolve_model("", dir, host), dir + "/" + own);
   EXPECT_EQ(resolve_model("", dir, other), dir + "/" + shared);
   EXPECT_EQ(resolve_model("", dir), dir + "/" + shared);
   EXPECT_THROW(reread.rollback_host(other, "never promoted"), Error);
   reread.rollback_host(host, "slower");
   EXPECT_EQ(Registry(dir).default_for(host), shared);
-  EXPECT_EQ(Registry(dir).history().size(), 3u);
+  EXPECT_EQ(Registry(dir).activation_block_for(host), -1);
+  EXPECT_EQ(Registry(dir).history().size(), 4u);
   std::ofstream(dir + "/registry.json") << R"({"default": ")" << shared << R"(", "hosts": [1]})";
   EXPECT_THROW(Registry{dir}, Error);
 }
@@ -561,9 +566,9 @@ TEST(Registry, AHostsOwnDefault) {
 TEST(Registry, TheShippedRegistryNamesCheckpointsThatLoad) {
   Registry shipped(TLM_MODELS_DIR);
   std::vector<std::string> ids = {shipped.default_id(), shipped.base_id()};
-  for (const auto& [host, id] : shipped.host_defaults()) {
+  for (const auto& [host, entry] : shipped.host_defaults()) {
     EXPECT_NO_THROW(hardware_named(host)) << host;
-    ids.push_back(id);
+    ids.push_back(entry.model);
   }
   for (const auto& id : ids) EXPECT_NO_THROW(load_checkpoint(shipped.path_of(id))) << id;
 }

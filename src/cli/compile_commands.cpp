@@ -83,6 +83,7 @@ void run_compile(CompileFlags f, const std::string& exe) {
                   " names another");
     f.options.hardware = f.hardware;
   }
+  f.options.host_activation_block = Registry(f.models_dir).activation_block_for(f.options.hardware);
   auto [graph, weights] = load_model_source(f.model, f.model_options);
   ScheduleSources sources = open_schedule_sources(f, exe);
   f.options.out_dir = f.out;
@@ -159,6 +160,8 @@ void run_bench_models(BenchModelFlags f, const std::string& exe) {
   f.options.compile.strategy = strategy_named(f.compile.strategy);
   f.options.compile.progress = true;
   f.options.compile.hardware = detect_hardware().fingerprint();
+  f.options.compile.host_activation_block =
+      Registry(f.compile.models_dir).activation_block_for(f.options.compile.hardware);
   for (const std::string& file : {f.options.peer_setup.python, f.options.peer_setup.script})
     if (!f.options.peers.empty() && !std::ifstream(file))
       throw Error("bench model: no '" + file +

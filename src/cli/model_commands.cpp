@@ -228,6 +228,7 @@ void add_train_commands(CLI::App& app, const std::string& command_line) {
 struct RegistryFlags {
   std::string models_dir = "models", id, reason = "by hand";
   std::string hardware;  // promote/rollback for this machine only ("this": the one running)
+  int64_t activation_block = -1;  // with --hardware: the layout measured faster there
 };
 
 std::string host_fingerprint(const std::string& hardware) {
@@ -238,8 +239,8 @@ void print_checkpoints(const Registry& registry) {
   for (const auto& c : registry.list()) {
     std::string marks = c.id == registry.default_id() ? " [default]" : "";
     if (c.id == registry.base_id()) marks += " [base]";
-    for (const auto& [host, id] : registry.host_defaults())
-      if (id == c.id) marks += " [default for " + host + "]";
+    for (const auto& [host, entry] : registry.host_defaults())
+      if (entry.model == c.id) marks += " [default for " + host + "]";
     std::printf("%s%s  parent %s  data %s  %s\n", c.id.c_str(), marks.c_str(),
                 c.parent.empty() ? "-" : c.parent.c_str(), c.data_hash.c_str(),
                 c.metrics_json.c_str());
@@ -267,13 +268,21 @@ void add_registry_commands(CLI::App& app) {
       ->add_option("--hardware", flags->hardware,
                    "the default of this machine only (a fingerprint, or this)")
       ->check(fingerprint_or({"this"}));
+  promote
+      ->add_option("--activation-block", flags->activation_block,
+                   "with --hardware: the activation layout measured faster on that machine (16 "
+                   "or 0), used there when its records cannot decide")
+      ->check(CLI::IsMember({0, 16}));
   promote->callback([flags] {
     Registry registry(flags->models_dir);
     load_checkpoint(registry.path_of(flags->id));  // its content hash holds and it loads
+    if (flags->hardware.empty() && flags->activation_block != -1)
+      throw Error("model promote: --activation-block is a host's (give --hardware)");
     if (flags->hardware.empty())
       registry.promote(flags->id, flags->reason);
     else
-      registry.promote_for_host(flags->id, host_fingerprint(flags->hardware), flags->reason);
+      registry.promote_for_host(flags->id, host_fingerprint(flags->hardware), flags->reason,
+                                flags->activation_block);
   });
   auto* base = model->add_subcommand("base", "mark a checkpoint as the validated base");
   base->add_option("id", flags->id, "checkpoint id")->required();

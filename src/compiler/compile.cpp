@@ -272,7 +272,8 @@ Strategy strategy_named(const std::string& name) {
 Plan compile_model(const Graph& graph, const Weights& weights, const CompileOptions& o,
                    RecordStore* store, ScheduleModel* model, Measurer* measurer) {
   auto start = std::chrono::steady_clock::now();
-  auto candidates = layout_candidates(graph, weights, o.activation_block, o.winograd);
+  auto candidates =
+      layout_candidates(graph, weights, o.activation_block, o.winograd, o.host_activation_block);
   const auto& unsupported = candidates.front().partition.unsupported;
   if (!unsupported.empty())
     throw Error("compile: " + std::to_string(unsupported.size()) +

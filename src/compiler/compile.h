@@ -38,6 +38,9 @@ struct CompileOptions {
   // Channels per block of activations kept blocked between convolutions (16 or 8; 0:
   // every activation NCHW), graph/activation_layout.h.
   int64_t activation_block = kAutoActivationBlock;
+  // With activation_block auto: the layout this machine's registry entry names (16 or 0),
+  // used when records cannot decide (compiler/layout_choice.h); auto: the rule's.
+  int64_t host_activation_block = kAutoActivationBlock;
   // 3x3 convolutions (stride 1, NCHW) as Winograd F(4x4) or F(2x2) where graph/rewrites.h
   // finds it pays (ops/winograd.h); false: every convolution direct.
   bool winograd = true;

@@ -14,7 +14,7 @@ namespace {
 
 LayoutCandidate candidate_from(WeightedGraph prepared, int64_t block, bool winograd) {
   if (winograd) prepared = winograd_convolutions(prepared.graph, prepared.weights);
-  LayoutCandidate c{block, std::move(prepared), {}};
+  LayoutCandidate c{block, std::move(prepared), {}, ""};
   c.partition = partition_graph(c.prepared.graph);
   return c;
 }
@@ -26,7 +26,8 @@ std::string layout_name(int64_t block) {
 }  // namespace
 
 std::vector<LayoutCandidate> layout_candidates(const Graph& graph, const Weights& weights,
-                                               int64_t activation_block, bool winograd) {
+                                               int64_t activation_block, bool winograd,
+                                               int64_t host_block) {
   WeightedGraph plain = prepare_graph(graph, weights, 0);
   if (activation_block != kAutoActivationBlock) {
     if (activation_block > 0)
@@ -40,10 +41,15 @@ std::vector<LayoutCandidate> layout_candidates(const Graph& graph, const Weights
       candidate_from(block_activations(plain.graph, plain.weights, 16), 16, winograd));
   candidates.push_back(candidate_from(std::move(plain), 0, winograd));
   // a node that has no task when blocked (none so far) keeps the model NCHW
-  if (!candidates[0].partition.unsupported.empty())
+  if (!candidates[0].partition.unsupported.empty()) {
     candidates.erase(candidates.begin());
-  else if (rule == 0)
-    std::swap(candidates[0], candidates[1]);
+    return candidates;
+  }
+  int64_t first = host_block == kAutoActivationBlock ? rule : host_block;
+  if (first == 0) std::swap(candidates[0], candidates[1]);
+  candidates[0].why_first = host_block != kAutoActivationBlock ? "this machine's registry entry"
+                            : rule                             ? "the rule (depthwise convolutions)"
+                                   : "the rule (no depthwise convolution)";
   return candidates;
 }
 
@@ -79,9 +85,8 @@ LayoutChoice choose_layout(const std::vector<LayoutCandidate>& candidates, const
   for (const auto& c : candidates)
     ms.push_back(store ? measured_ms(c.partition, *store, hardware) : std::nullopt);
   if (!ms[0] || !ms[1]) {
-    choice.reason = layout_name(rule.block) + ": the rule (" +
-                    (rule.block ? "depthwise convolutions" : "no depthwise convolution") +
-                    "); not every task of both layouts is measured";
+    choice.reason = layout_name(rule.block) + ": " + rule.why_first +
+                    "; not every task of both layouts is measured";
     return choice;
   }
   choice.candidate = *ms[1] < *ms[0] ? 1 : 0;

@@ -8,14 +8,16 @@
 // times the store's fastest measured schedule on this hardware; the conversions are inside
 // the chain-end tasks, so the sum counts them. When every task of both lists has been
 // measured (`compile --trials` measures both lists; `tune` or `improve` may have before),
-// the cheaper list wins. Otherwise activation_layout's rule decides (blocks for a model
-// with depthwise convolutions), and the reason says so.
+// the cheaper list wins. Otherwise the machine's registry entry decides when it names a
+// layout (measured faster there, model/registry.h), else activation_layout's rule (blocks
+// for a model with depthwise convolutions), and the reason says which.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "graph/activation_layout.h"
 #include "graph/partition.h"
 #include "graph/rewrites.h"
 #include "store/record_store.h"
@@ -26,15 +28,18 @@ struct LayoutCandidate {
   int64_t block = 0;  // channels per block of the activations kept blocked; 0: NCHW
   WeightedGraph prepared;
   Partition partition;
+  std::string why_first;  // of the first of two: what put it there
 };
 
-// One candidate for an explicit block (0, 8, 16); for kAutoActivationBlock the rule's
-// first then the other, or only NCHW when blocks change no task or leave a node without
-// one. The first candidate's partition.unsupported says which nodes cannot compile.
-// `winograd`: each candidate's 3x3 convolutions that Winograd suits rewritten so
+// One candidate for an explicit block (0, 8, 16); for kAutoActivationBlock the preferred
+// one first then the other, or only NCHW when blocks change no task or leave a node
+// without one. Preferred: `host_block` (16 or 0, a machine's registry entry) when given,
+// else the rule's. The first candidate's partition.unsupported says which nodes cannot
+// compile. `winograd`: each candidate's 3x3 convolutions that Winograd suits rewritten so
 // (graph/rewrites.h; in practice only NCHW ones).
 std::vector<LayoutCandidate> layout_candidates(const Graph& graph, const Weights& weights,
-                                               int64_t activation_block, bool winograd = false);
+                                               int64_t activation_block, bool winograd = false,
+                                               int64_t host_block = kAutoActivationBlock);
 
 // Sum over the tasks of uses x the fastest measured median (ms) of a schedule legal in
 // the task's space; nothing when a task has no such record.

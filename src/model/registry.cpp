@@ -40,7 +40,10 @@ Registry::Registry(std::string models_dir) : dir_(std::move(models_dir)) {
   try {
     default_ = j.value("default", "");
     base_ = j.value("base", "");
-    host_defaults_ = j.value("hosts", std::map<std::string, std::string>{});
+    const auto hosts = j.value("hosts", nlohmann::json::object());
+    for (const auto& [host, entry] : hosts.items())
+      host_defaults_[host] = {entry.at("model").get<std::string>(),
+                              entry.value("activation_block", int64_t(-1))};
     for (const auto& h : j.value("history", nlohmann::json::array())) history_.push_back(h.dump());
   } catch (const nlohmann::json::exception&) {
     throw Error("registry '" + path + "' is corrupt");
@@ -88,14 +91,23 @@ void Registry::record(const std::string& action, const std::string& id, const st
 
 std::string Registry::default_for(const std::string& fingerprint) const {
   auto host = host_defaults_.find(fingerprint);
-  return host == host_defaults_.end() ? default_ : host->second;
+  return host == host_defaults_.end() ? default_ : host->second.model;
+}
+
+int64_t Registry::activation_block_for(const std::string& fingerprint) const {
+  auto host = host_defaults_.find(fingerprint);
+  return host == host_defaults_.end() ? -1 : host->second.activation_block;
 }
 
 void Registry::promote_for_host(const std::string& id, const std::string& fingerprint,
-                                const std::string& reason) {
+                                const std::string& reason, int64_t activation_block) {
   path_of(id);
   if (fingerprint.empty()) throw Error("promote: no hardware fingerprint for the host");
-  host_defaults_[fingerprint] = id;
+  if (activation_block != -1 && activation_block != 0 && activation_block != 16)
+    throw Error("promote: a host's activation layout is 16 or 0 (NCHW)");
+  HostDefault& entry = host_defaults_[fingerprint];
+  entry.model = id;
+  if (activation_block != -1) entry.activation_block = activation_block;
   record("promote-host", id, reason, fingerprint);
 }
 
@@ -147,7 +159,10 @@ std::string default_models_dir(const std::string& exe) {
 
 void Registry::save() const {
   nlohmann::json j = {{"default", default_}, {"base", base_}, {"history", nlohmann::json::array()}};
-  if (!host_defaults_.empty()) j["hosts"] = host_defaults_;
+  for (const auto& [host, entry] : host_defaults_) {
+    j["hosts"][host] = {{"model", entry.model}};
+    if (entry.activation_block >= 0) j["hosts"][host]["activation_block"] = entry.activation_block;
+  }
   for (const auto& h : history_) j["history"].push_back(nlohmann::json::parse(h));
   std::string path = dir_ + "/registry.json", tmp = path + ".tmp";
   {
