@@ -219,6 +219,8 @@ TEST(Cli, ModelCommandsRejectBadInput) {
   expect_one_line_error("model --models " + dir + " rollback tlm-0 --hardware this", "give no id");
   expect_one_line_error("model --models " + dir + " promote tlm-0 --hardware zen9", "zen9");
   expect_one_line_error("model --models " + dir + " promote tlm-0 --activation-block 8", "8");
+  expect_one_line_error("model --models " + dir + " promote tlm-0 --activation-block 16",
+                        "give --hardware");
   std::string data = temp_path("data.bin");
   std::ofstream(data) << "TLMDATA1 but then nothing sensible";
   std::string config = temp_path("config.json");

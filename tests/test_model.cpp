@@ -559,6 +559,9 @@ TEST(Registry, AHostsOwnDefault) {
   EXPECT_EQ(Registry(dir).history().size(), 4u);
   std::ofstream(dir + "/registry.json") << R"({"default": ")" << shared << R"(", "hosts": [1]})";
   EXPECT_THROW(Registry{dir}, Error);
+  std::ofstream(dir + "/registry.json") << R"({"hosts": {")" << host << R"(": {"model": ")" << own
+                                        << R"(", "activation_block": 8}}})";
+  EXPECT_THROW(Registry{dir}, Error);
 }
 
 // The repository's registry names checkpoints that are in the repository and load (a

@@ -39,6 +39,13 @@ struct ScheduleSources {
   std::unique_ptr<Measurer> measurer;
 };
 
+// The activation layout the registry names for the machine of `fingerprint`
+// (model/registry.h), for when records cannot decide; else auto (the rule).
+int64_t registry_activation_block(const std::string& models_dir, const std::string& fingerprint) {
+  int64_t block = Registry(models_dir).activation_block_for(fingerprint);
+  return block < 0 ? kAutoActivationBlock : block;
+}
+
 ScheduleSources open_schedule_sources(const CompileFlags& f, const std::string& exe) {
   ScheduleSources sources;
   std::ifstream probe(f.db);
@@ -83,7 +90,7 @@ void run_compile(CompileFlags f, const std::string& exe) {
                   " names another");
     f.options.hardware = f.hardware;
   }
-  f.options.host_activation_block = Registry(f.models_dir).activation_block_for(f.options.hardware);
+  f.options.host_activation_block = registry_activation_block(f.models_dir, f.options.hardware);
   auto [graph, weights] = load_model_source(f.model, f.model_options);
   ScheduleSources sources = open_schedule_sources(f, exe);
   f.options.out_dir = f.out;
@@ -161,7 +168,7 @@ void run_bench_models(BenchModelFlags f, const std::string& exe) {
   f.options.compile.progress = true;
   f.options.compile.hardware = detect_hardware().fingerprint();
   f.options.compile.host_activation_block =
-      Registry(f.compile.models_dir).activation_block_for(f.options.compile.hardware);
+      registry_activation_block(f.compile.models_dir, f.options.compile.hardware);
   for (const std::string& file : {f.options.peer_setup.python, f.options.peer_setup.script})
     if (!f.options.peers.empty() && !std::ifstream(file))
       throw Error("bench model: no '" + file +

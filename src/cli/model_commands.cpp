@@ -274,10 +274,10 @@ void add_registry_commands(CLI::App& app) {
                    "or 0), used there when its records cannot decide")
       ->check(CLI::IsMember({0, 16}));
   promote->callback([flags] {
-    Registry registry(flags->models_dir);
-    load_checkpoint(registry.path_of(flags->id));  // its content hash holds and it loads
     if (flags->hardware.empty() && flags->activation_block != -1)
       throw Error("model promote: --activation-block is a host's (give --hardware)");
+    Registry registry(flags->models_dir);
+    load_checkpoint(registry.path_of(flags->id));  // its content hash holds and it loads
     if (flags->hardware.empty())
       registry.promote(flags->id, flags->reason);
     else

@@ -45,11 +45,13 @@ std::vector<LayoutCandidate> layout_candidates(const Graph& graph, const Weights
     candidates.erase(candidates.begin());
     return candidates;
   }
-  int64_t first = host_block == kAutoActivationBlock ? rule : host_block;
-  if (first == 0) std::swap(candidates[0], candidates[1]);
-  candidates[0].why_first = host_block != kAutoActivationBlock ? "this machine's registry entry"
-                            : rule                             ? "the rule (depthwise convolutions)"
-                                   : "the rule (no depthwise convolution)";
+  bool by_host = host_block != kAutoActivationBlock;
+  if ((by_host ? host_block : rule) == 0) std::swap(candidates[0], candidates[1]);
+  if (by_host)
+    candidates[0].why_first = "this machine's registry entry";
+  else
+    candidates[0].why_first =
+        rule ? "the rule (depthwise convolutions)" : "the rule (no depthwise convolution)";
   return candidates;
 }
 

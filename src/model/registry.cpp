@@ -41,9 +41,14 @@ Registry::Registry(std::string models_dir) : dir_(std::move(models_dir)) {
     default_ = j.value("default", "");
     base_ = j.value("base", "");
     const auto hosts = j.value("hosts", nlohmann::json::object());
-    for (const auto& [host, entry] : hosts.items())
-      host_defaults_[host] = {entry.at("model").get<std::string>(),
-                              entry.value("activation_block", int64_t(-1))};
+    for (const auto& [host, entry] : hosts.items()) {
+      HostDefault d{entry.at("model").get<std::string>(),
+                    entry.value("activation_block", int64_t(-1))};
+      if (d.activation_block != -1 && d.activation_block != 0 && d.activation_block != 16)
+        throw Error("registry '" + path + "': host '" + host + "' names activation block " +
+                    std::to_string(d.activation_block) + " (16 or 0)");
+      host_defaults_[host] = d;
+    }
     for (const auto& h : j.value("history", nlohmann::json::array())) history_.push_back(h.dump());
   } catch (const nlohmann::json::exception&) {
     throw Error("registry '" + path + "' is corrupt");
