@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include "graph/partition.h"
 #include "graph/rewrites.h"
 #include "graph/zoo.h"
+#include "measure/kernel.h"
 #include "measure/peak.h"
 #include "runtime/artifact.h"
 #include "runtime/memory_plan.h"
@@ -35,8 +37,12 @@
 namespace tlm {
 namespace {
 
+std::string compile_dir(const std::string& name) {
+  return ::testing::TempDir() + "tlm_compile_" + name + std::to_string(getpid());
+}
+
 std::string fresh_dir(const std::string& name) {
-  std::string dir = ::testing::TempDir() + "tlm_compile_" + name + std::to_string(getpid());
+  std::string dir = compile_dir(name);
   std::system(("rm -rf " + dir).c_str());
   return dir;
 }
@@ -257,6 +263,38 @@ TEST(LayoutChoice, TheMeasuredCheaperLayoutWinsElseTheRule) {
 
 TEST(Compile, BertLayerMatchesTheInterpreter) {
   expect_compiled_matches_interpreter("bert-base", {1, 16, 1, 224});
+}
+
+// How many instructions of the plan's kernel objects in `dir` are `mnemonic`.
+int instructions_named(const std::string& dir, const std::string& mnemonic) {
+  std::string command = "objdump -d " + dir + "/obj/task*.o | grep -c '\\s" + mnemonic + "\\s'";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return -1;
+  int count = -1;
+  if (std::fscanf(pipe, "%d", &count) != 1) count = -1;
+  pclose(pipe);
+  return count;
+}
+
+// Random space schedules of BERT's tasks, the dense layers' weights packed: the ahead-of-
+// time build prefetches those weights with temporal locality (prefetcht0, never Halide's
+// prefetchnta) and computes what the interpreter computes.
+TEST(Compile, BertLayerWithPrefetchedPackedWeightsMatchesTheInterpreter) {
+  Plan plan = expect_compiled_matches_interpreter("bert-base", {1, 16, 1, 224}, "store");
+  int packed_dense = 0;
+  for (const auto& t : plan.tasks)
+    packed_dense += t.weight_block > 1 && t.spec.rfind("dense:", 0) == 0;
+  EXPECT_GT(packed_dense, 0);
+  std::string dir = compile_dir("bert-basestore0");
+  EXPECT_GE(instructions_named(dir, "prefetcht0"), packed_dense);
+  EXPECT_EQ(instructions_named(dir, "prefetchnta"), 0);
+}
+
+TEST(Compile, PrefetchesAreMadeTemporal) {
+  EXPECT_EQ(with_temporal_prefetches("\tprefetchnta\t(%rax)\n\tvfmadd231ps\t%zmm0\n"
+                                     "\tprefetchnta\t64(%rax,%rcx)\n"),
+            "\tprefetcht0\t(%rax)\n\tvfmadd231ps\t%zmm0\n\tprefetcht0\t64(%rax,%rcx)\n");
+  EXPECT_EQ(with_temporal_prefetches("no prefetch"), "no prefetch");
 }
 
 // A plan of `steps` kernel steps over activations of random sizes, each step reading the

@@ -62,6 +62,12 @@ int64_t compile_task_object(const TaskSpec& task, const Candidate& candidate,
                             const std::string& path, const std::string& function);
 void compile_runtime_object(const std::string& path);
 
+// Halide 14's runtime emits a prefetch as prefetchnta (no temporal locality: the line
+// skips L2, so the weights that other row tiles reuse are fetched again, 4-7x slower in
+// session 25). compile_task_object assembles a kernel that prefetches from Halide's
+// assembly with this applied: every prefetchnta becomes prefetcht0.
+std::string with_temporal_prefetches(std::string assembly);
+
 // Computes the reference output (unscheduled pipeline, reductions at root).
 Tensor reference_output(const TaskSpec& task, const std::vector<Tensor>& inputs);
 

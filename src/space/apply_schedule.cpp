@@ -144,10 +144,29 @@ void order_reduction(Halide::Stage update, const PipelineStage& stage, const Sta
   if (s.unroll_reduction && s.rsplit[0] > 1) update.unroll(r_inner[0]);
 }
 
+// The packed weight input an anchor prefetches (none: `input` null).
+struct PrefetchedWeights {
+  const Halide::ImageParam* input = nullptr;
+  int64_t block = 1;
+};
+
+// Prefetches the weights kWeightPrefetchBytes ahead (in one channel block's panel) along
+// the outermost reduction loop. x86 prefetches do not fault, so the region is not clamped.
+void prefetch_weights(Halide::Stage update, const PipelineStage& stage, const StageShape& shape,
+                      const StageSchedule& s, const PrefetchedWeights& weights) {
+  size_t last = size_t(stage.rdom.dimensions() - 1);
+  int64_t bytes_per_trip = int64_t(sizeof(float)) * weights.block * s.rsplit[last];
+  for (size_t r = 0; r < last; ++r) bytes_per_trip *= shape.rextents[r];
+  int64_t trips_ahead = std::max<int64_t>(1, kWeightPrefetchBytes / bytes_per_trip);
+  RVar outer(stage.rdom[int(last)].name() + "_o");
+  update.prefetch(*weights.input, outer, outer, static_cast<int>(trips_ahead),
+                  Halide::PrefetchBoundStrategy::NonFaulting);
+}
+
 // The anchor: its pure loops tiled like the output's register tile, vectorized along the
 // same dim, the tile unrolled, the reduction split and ordered around the tile.
 void schedule_anchor(PipelineStage& stage, const StageShape& shape, const StageSchedule& s,
-                     const OutputSchedule& out, bool parallel) {
+                     const OutputSchedule& out, bool parallel, const PrefetchedWeights& weights) {
   int vdim = stage_vector_dim(shape, out.vector_dim);
   size_t dims = stage.vars.size();
   std::vector<int64_t> tile_extent(dims, 1);
@@ -173,6 +192,8 @@ void schedule_anchor(PipelineStage& stage, const StageShape& shape, const StageS
     for (int d : tile_dims) tile.push_back(inner[d]);
     if (is_update) {
       order_reduction(def, stage, s, tile, outside);
+      if (weights.input && stage.rdom.dimensions() > 0)
+        prefetch_weights(def, stage, shape, s, weights);
     } else {
       tile.insert(tile.end(), outside.begin(), outside.end());
       def.reorder(tile);
@@ -213,16 +234,21 @@ void schedule_plain_stage(PipelineStage& stage, const StageShape& shape, const S
 
 }  // namespace
 
-void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule) {
+void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule,
+                    const CodegenOptions& options) {
   OutputLoops loops =
       schedule_output(pipeline.stages.back(), schedule.output, pipeline.shape.output().extents);
+  PrefetchedWeights prefetched;
+  int weights = pipeline.shape.packable_input;
+  if (options.prefetch_weights && weights >= 0 && schedule.weight_block > 1)
+    prefetched = {&pipeline.inputs[size_t(weights)], schedule.weight_block};
   for (size_t i = 0; i + 1 < pipeline.stages.size(); ++i) {
     const StageSchedule& s = schedule.stages[i];
     const StageShape& shape = pipeline.shape.stages[i];
     if (s.location == kInline) continue;
     place(pipeline, schedule, i, loops);
     if (shape.kind == StageKind::Anchor)
-      schedule_anchor(pipeline.stages[i], shape, s, schedule.output, loops.parallel);
+      schedule_anchor(pipeline.stages[i], shape, s, schedule.output, loops.parallel, prefetched);
     else
       schedule_plain_stage(pipeline.stages[i], shape, s, schedule.output, loops.parallel);
   }

@@ -7,6 +7,18 @@
 
 namespace tlm {
 
-void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule);
+// What an ahead-of-time build adds to a decoded schedule. These are not decisions of the
+// space: JIT-timed kernels (the records) leave them off.
+struct CodegenOptions {
+  // Software prefetch of the packed weights kWeightPrefetchBytes ahead along the anchor's
+  // outermost reduction loop. In a model each weight comes from memory once per inference,
+  // and a dense layer's k loop crosses a page every 4 KB of a panel, where the hardware
+  // prefetcher stops (bench/reports/weight_prefetch_s30_intel.txt).
+  bool prefetch_weights = false;
+};
+inline constexpr int64_t kWeightPrefetchBytes = 4096;
+
+void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule,
+                    const CodegenOptions& options = {});
 
 }  // namespace tlm
