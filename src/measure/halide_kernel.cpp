@@ -282,16 +282,15 @@ std::string with_temporal_prefetches(std::string assembly) {
 int64_t compile_task_object(const TaskSpec& task, const Candidate& candidate,
                             const std::string& path, const std::string& function) {
   try {
-    // Dense layers only: on channel-blocked ResNet-50 every placement tried for the
-    // convolutions' weights was slower in the model (the report says why).
     CodegenOptions options;
-    options.prefetch_weights = task.kind == TaskKind::Dense && weight_prefetch_wanted();
+    options.prefetch_weights = weight_prefetch_wanted();
     ScheduledPipeline scheduled = schedule_candidate(task, candidate, options);
     std::vector<Halide::Argument> args(scheduled.pipeline.inputs.begin(),
                                        scheduled.pipeline.inputs.end());
     Halide::Target target = Halide::get_host_target().with_feature(Halide::Target::NoRuntime);
     Halide::Func output = scheduled.pipeline.output();
-    if (options.prefetch_weights)
+    if (options.prefetch_weights && scheduled.pipeline.shape.prefetch_packable &&
+        scheduled.weight_block > 1)
       compile_object_via_assembly(output, args, path, function, target);
     else
       output.compile_to_object(path, args, function, target);

@@ -36,6 +36,9 @@ class PipelineBuilder {
   // too (dense_input).
   Halide::Func packable_weight(const std::string& name, const std::vector<int64_t>& shape,
                                int channel_dim = 0, bool dense = true);
+  // Marks the packable weight for prefetching in ahead-of-time builds
+  // (TaskShape::prefetch_packable).
+  void prefetch_packable_weight() { pipeline_.shape.prefetch_packable = true; }
 
   // Adds a stage. Its name (the Func's base name) must be one of known_stage_names().
   void add_stage(StageKind kind, Halide::Func func, const std::vector<Halide::Var>& vars,

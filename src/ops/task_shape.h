@@ -43,6 +43,9 @@ struct TaskShape {
   int packable_input = -1;
   int packable_dim = 0;
   int64_t packable_extent = 0;
+  // The packed weight streams from memory along the reduction once per inference, so an
+  // ahead-of-time build prefetches it (dense layers; convolutions measured slower with it).
+  bool prefetch_packable = false;
   std::vector<StageShape> stages;     // producers first, output last
   std::vector<int64_t> output_shape;  // row-major
   double flops = 0;

@@ -240,7 +240,8 @@ void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule,
       schedule_output(pipeline.stages.back(), schedule.output, pipeline.shape.output().extents);
   PrefetchedWeights prefetched;
   int weights = pipeline.shape.packable_input;
-  if (options.prefetch_weights && weights >= 0 && schedule.weight_block > 1)
+  if (options.prefetch_weights && pipeline.shape.prefetch_packable && weights >= 0 &&
+      schedule.weight_block > 1)
     prefetched = {&pipeline.inputs[size_t(weights)], schedule.weight_block};
   for (size_t i = 0; i + 1 < pipeline.stages.size(); ++i) {
     const StageSchedule& s = schedule.stages[i];

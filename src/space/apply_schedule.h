@@ -11,8 +11,9 @@ namespace tlm {
 // space: JIT-timed kernels (the records) leave them off.
 struct CodegenOptions {
   // Software prefetch of the packed weights kWeightPrefetchBytes ahead along the anchor's
-  // outermost reduction loop. In a model each weight comes from memory once per inference,
-  // and a dense layer's k loop crosses a page every 4 KB of a panel, where the hardware
+  // outermost reduction loop, for tasks whose algorithm asks for it
+  // (TaskShape::prefetch_packable: dense layers). In a model each weight comes from memory once per
+  // inference, and a dense layer's k loop crosses a page every 4 KB of a panel, where the hardware
   // prefetcher stops (bench/reports/weight_prefetch_s30_intel.txt).
   bool prefetch_weights = false;
 };

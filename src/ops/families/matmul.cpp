@@ -122,6 +122,7 @@ void build_product(PipelineBuilder& b, bool batched) {
   ImageParam A = b.dense_input(dense ? "X" : "A", a_shape);
   // A dense layer's constant weight may be packed in column strips [N/b, K, b].
   Func B = dense ? b.packable_weight("W", b_shape, 1) : Func(b.dense_input("B", b_shape));
+  if (dense) b.prefetch_packable_weight();
   auto vars = make_vars(batched ? std::vector<std::string>{"j", "i", "bt"}
                                 : std::vector<std::string>{"j", "i"});
   RDom r(0, static_cast<int>(k), "rk");
