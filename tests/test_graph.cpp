@@ -109,15 +109,21 @@ TEST(Partition, TransformersDeduplicateTheirLayers) {
   EXPECT_TRUE(gated);
 }
 
-TEST(Partition, EfficientNetScalesChannelsInTheirOwnTask) {
+// Each squeeze-and-excitation's channel scale is read by the block's projecting 1x1
+// convolution alone, so it becomes that convolution's scale_in instead of its own step.
+TEST(Partition, EfficientNetScalesChannelsInsideTheProjections) {
   Graph g = prepare_graph(build_zoo_model("efficientnet-b0"), {}).graph;
   Partition p = partition_graph(g);
   expect_full_cover(g, p);
   EXPECT_TRUE(p.unsupported.empty());
-  int scales = 0;
-  for (const auto& t : p.tasks)
+  int scales = 0, scaled_convs = 0;
+  for (const auto& t : p.tasks) {
     if (t.spec.rfind("channel_scale:", 0) == 0) scales += t.count;
-  EXPECT_EQ(scales, 16);  // one squeeze-and-excitation per MBConv block
+    if (t.spec.rfind("conv2d:", 0) == 0 && t.spec.find("scale_in=1") != std::string::npos)
+      scaled_convs += t.count;
+  }
+  EXPECT_EQ(scales, 0);
+  EXPECT_EQ(scaled_convs, 16);  // one squeeze-and-excitation per MBConv block
 }
 
 std::vector<float> random_values(int64_t n, uint64_t seed) {
@@ -209,6 +215,44 @@ TEST(Rewrites, WideOddDenseLayersArePaddedThenSliced) {
   auto after = interpret(padded.graph, padded.weights, {input});
   for (size_t o = 0; o < 2; ++o)
     EXPECT_EQ(before[g.outputs()[o]], after[padded.graph.outputs()[o]]) << o;
+}
+
+// EfficientNet-B0's squeeze-and-excite scales: each is read only by the projection
+// convolution after it, which takes the scale in (scale_in) so the scaled activation is
+// never written; blocked or not, the network computes the same; a scale another node also
+// reads stays.
+TEST(Rewrites, ChannelScalesFoldIntoTheConvolutionThatReadsThem) {
+  ZooOptions small;
+  small.image = 32;
+  Graph g = build_zoo_model("efficientnet-b0", small);
+  Weights w = draw_weights(g);
+  int scales = 0;
+  for (const auto& n : g.nodes()) scales += n.op == OpKind::ChannelScale;
+  ASSERT_GT(scales, 0);
+  auto input = random_values(element_count(g.shape(g.inputs()[0])), 13);
+  auto before = interpret(g, w, {input})[g.outputs()[0]];
+  for (int64_t block : {0, 16}) {
+    WeightedGraph r = prepare_graph(g, w, block);
+    int left = 0, scaled = 0;
+    for (const auto& n : r.graph.nodes()) {
+      left += n.op == OpKind::ChannelScale;
+      scaled += n.op == OpKind::Conv2d && n.attr("scale_in", 0) == 1;
+    }
+    EXPECT_EQ(left, 0) << block;
+    EXPECT_EQ(scaled, scales) << block;
+    auto after = interpret(r.graph, r.weights, {input})[r.graph.outputs()[0]];
+    ASSERT_EQ(before.size(), after.size());
+    for (size_t i = 0; i < before.size(); ++i) EXPECT_NEAR(before[i], after[i], 1e-4) << i;
+  }
+  Graph shared("shared");
+  int x = shared.input("x", {1, 4, 3, 3});
+  int s = shared.input("s", {1, 4});
+  int scaled = shared.add(OpKind::ChannelScale, {x, s});
+  shared.mark_output(shared.add(OpKind::Conv2d, {scaled, shared.constant("k", {2, 4, 1, 1})}));
+  shared.mark_output(scaled);
+  WeightedGraph kept = fold_channel_scales(shared, draw_weights(shared));
+  EXPECT_EQ(kept.graph.nodes().size(), 2u);
+  EXPECT_EQ(kept.graph.nodes()[1].attr("scale_in", 0), 0);
 }
 
 // MobileNetV2 with activations in blocks of 16 channels (8 where 16 does not divide):

@@ -95,6 +95,21 @@ TEST(Vocabulary, UnseenShapesStillEncode) {
   EXPECT_EQ(decode_decisions(space, encode_decisions(space, decisions)), decisions);
 }
 
+// A convolution that takes a channel scale in (scale_in) does the work of the plain one
+// in the same loops: its key is its own (its records stay apart), its prompt is the plain
+// convolution's (so the model schedules it as it learned to, and no word is added).
+TEST(Vocabulary, ScaleInIsInTheKeyButNotThePrompt) {
+  const std::string plain = "conv2d:n=1,c=32,h=14,w=14,k=64,r=1,s=1,in_block=16,out_block=16+bias";
+  TaskSpec p = parse_task_spec(plain);
+  TaskSpec scaled = parse_task_spec(
+      "conv2d:n=1,c=32,h=14,w=14,k=64,r=1,s=1,in_block=16,out_block=16,scale_in=1+bias");
+  EXPECT_NE(p.key(), scaled.key());
+  EXPECT_EQ(encode_prompt(test_hardware(), p, describe_task(p)),
+            encode_prompt(test_hardware(), scaled, describe_task(scaled)));
+  EXPECT_EQ(describe_task(scaled).inputs.size(), describe_task(p).inputs.size() + 1);
+  EXPECT_THROW(parse_task_spec("conv2d:n=1,c=4,h=5,w=5,k=4,r=1,s=1,groups=2,scale_in=1"), Error);
+}
+
 // A number's magnitude token is its power-of-two range, the same for every task.
 TEST(Vocabulary, MagnitudesArePowerOfTwoRanges) {
   const Vocabulary& v = Vocabulary::get();

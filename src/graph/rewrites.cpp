@@ -147,6 +147,52 @@ WeightedGraph pad_wide_dense(const Graph& g, const Weights& w) {
 
 namespace {
 
+// The convolution that is the only reader of channel scale `scale`'s output (its input
+// x, in the same layout), else -1.
+int sole_conv_after(const Graph& g, const Node& scale) {
+  if (scale.op != OpKind::ChannelScale) return -1;
+  auto users = g.consumers(scale.output);
+  if (users.size() != 1) return -1;
+  const Node& conv = g.nodes()[size_t(users[0])];
+  bool plain_conv = conv.op == OpKind::Conv2d && conv.attr("groups", 1) == 1 &&
+                    conv.attr("scale_in", 0) == 0 && conv.inputs[0] == scale.output &&
+                    conv.attr("in_block", 1) == scale.attr("block", 1);
+  for (int o : g.outputs()) plain_conv &= o != scale.output;
+  return plain_conv ? users[0] : -1;
+}
+
+}  // namespace
+
+WeightedGraph fold_channel_scales(const Graph& g, const Weights& w) {
+  Rebuild b(g, w);
+  std::vector<int> scale_of(g.nodes().size(), -1);  // conv node -> the scale it absorbs
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    int conv = sole_conv_after(g, g.nodes()[i]);
+    if (conv >= 0) scale_of[size_t(conv)] = int(i);
+  }
+  std::vector<bool> absorbed(g.nodes().size(), false);
+  for (int s : scale_of)
+    if (s >= 0) absorbed[size_t(s)] = true;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
+    if (absorbed[i]) continue;
+    if (scale_of[i] < 0) {
+      b.copy(n);
+      continue;
+    }
+    const Node& scale = g.nodes()[size_t(scale_of[i])];
+    std::vector<int> inputs = {b.tensor(scale.inputs[0])};
+    for (size_t k = 1; k < n.inputs.size(); ++k) inputs.push_back(b.tensor(n.inputs[k]));
+    inputs.push_back(b.tensor(scale.inputs[1]));
+    IntAttrs attrs = n.attrs;
+    attrs["scale_in"] = {1};
+    b.map[n.output] = b.out.graph.add(OpKind::Conv2d, inputs, attrs, n.name, n.reals);
+  }
+  return b.finish();
+}
+
+namespace {
+
 // The tile side Winograd computes a 3x3 convolution with (0: none): stride 1, padding 1,
 // no dilation, one group, NCHW activations, and enough tiles for the products to pay.
 int64_t winograd_tile_of(const Graph& g, const Node& n) {
@@ -155,7 +201,8 @@ int64_t winograd_tile_of(const Graph& g, const Node& n) {
   bool window = w.size() == 4 && w[2] == 3 && w[3] == 3 && n.attr("stride", 1) == 1 &&
                 n.attr("pad", 0) == 1 && n.attr("pad_w", 1) == 1 && n.attr("dilation", 1) == 1 &&
                 n.attr("groups", 1) == 1;
-  bool plain = n.attr("in_block", 1) == 1 && n.attr("out_block", 1) == 1;
+  bool plain =
+      n.attr("in_block", 1) == 1 && n.attr("out_block", 1) == 1 && n.attr("scale_in", 0) == 0;
   if (!window || !plain || x.size() != 4) return 0;
   return winograd_tile(x[0], x[1], w[0], x[2], x[3]);
 }
@@ -212,7 +259,8 @@ WeightedGraph prepare_graph(const Graph& g, const Weights& w, int64_t activation
   folded = fold_batchnorm(folded.graph, folded.weights);
   folded = pad_wide_dense(folded.graph, folded.weights);
   folded = split_batchnorm(folded.graph, folded.weights);
-  return block_activations(folded.graph, folded.weights, activation_block);
+  folded = block_activations(folded.graph, folded.weights, activation_block);
+  return fold_channel_scales(folded.graph, folded.weights);
 }
 
 }  // namespace tlm

@@ -23,10 +23,12 @@ const char* stage_word(StageKind kind) {
   return "";
 }
 
-bool is_real_param(const TaskSpec& task, const std::string& key) {
+// Real parameters (a norm's epsilon) and those marked so do not change what a schedule
+// does: the prompt leaves them out.
+bool shown_in_prompt(const TaskSpec& task, const std::string& key) {
   for (const auto& p : task_def(task.kind).params)
-    if (p.name == key) return p.kind == ParamSchema::Kind::Real;
-  return false;
+    if (p.name == key) return p.kind != ParamSchema::Kind::Real && p.in_prompt;
+  return true;
 }
 
 void append_hardware(const Hardware& hw, std::vector<int>& out) {
@@ -44,15 +46,13 @@ void append_hardware(const Hardware& hw, std::vector<int>& out) {
   number("l3_kb", hw.l3_bytes >> 10);
 }
 
-// Real parameters (a norm's epsilon) do not change what a schedule does: the prompt
-// leaves them out.
 void append_task(const TaskSpec& task, const TaskShape& shape, std::vector<int>& out) {
   const Vocabulary& v = Vocabulary::get();
   out.push_back(v.id("f32"));
   out.push_back(v.id("op:" + task.op()));
   for (const auto& key : task.shown_keys()) {
     const std::string& value = task.params.at(key);
-    if (is_real_param(task, key)) continue;
+    if (!shown_in_prompt(task, key)) continue;
     out.push_back(v.id(key));
     if (v.has(value) && !v.is_digit(v.id(value)))
       out.push_back(v.id(value));  // a word, e.g. kind=max

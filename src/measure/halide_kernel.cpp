@@ -163,7 +163,8 @@ ScheduledPipeline schedule_candidate(const TaskSpec& task, const Candidate& cand
   Schedule schedule;
   if (method == KernelMethod::Space)
     schedule = ScheduleSpace(describe_task(task)).decode(candidate.decisions);
-  ScheduledPipeline out{build_task_pipeline(task, schedule.weight_block), "",
+  bool tables = autoscheduler_name(method).empty();
+  ScheduledPipeline out{build_task_pipeline(task, schedule.weight_block, tables), "",
                         schedule.weight_block};
   if (out.pipeline.own_schedule) {  // whatever the method: the space is empty
     out.pipeline.own_schedule(out.pipeline.output());

@@ -18,8 +18,8 @@ namespace tlm {
 
 class PipelineBuilder {
  public:
-  PipelineBuilder(const TaskSpec& task, int64_t weight_block)
-      : task_(task), weight_block_(weight_block) {}
+  PipelineBuilder(const TaskSpec& task, int64_t weight_block, bool tables)
+      : task_(task), weight_block_(weight_block), tables_(tables) {}
 
   const TaskSpec& task() const { return task_; }
 
@@ -51,6 +51,13 @@ class PipelineBuilder {
   void add_output(const Halide::Expr& value, const std::vector<Halide::Var>& vars,
                   const std::vector<int64_t>& row_major_shape);
 
+  // A small per-call table the algorithm reads (TaskPipeline::tables), e.g. a factor
+  // copied into vector lanes so that it multiplies whole vectors. Only when tables() (a
+  // schedule from the space: the Halide autoschedulers crash on some of them).
+  bool tables() const { return tables_; }
+  void add_table(Halide::Func func, int vector_width) {
+    pipeline_.tables.push_back({func, vector_width});
+  }
   // For tasks whose schedule is part of the algorithm (ops/winograd.h): `schedule` is
   // applied to the output instead of any schedule from the space; the space is empty.
   void schedule_itself(std::function<void(Halide::Func output)> schedule);
@@ -67,6 +74,7 @@ class PipelineBuilder {
 
   const TaskSpec& task_;
   int64_t weight_block_;
+  bool tables_;
   TaskPipeline pipeline_;
 };
 

@@ -112,6 +112,9 @@ struct ParamSchema {
   bool optional = false;
   bool may_be_zero = false;  // Int: 0 allowed (paddings)
   std::string same_as = {};  // optional: defaults to this other parameter's value
+  // false: left out of the prompt (and so of the vocabulary), for a parameter that leaves
+  // the loop nest and its work as they were (conv2d's scale_in: one more multiply)
+  bool in_prompt = true;
 };
 
 struct TaskDef {

@@ -6,8 +6,8 @@
 
 namespace tlm {
 
-TaskPipeline build_task_pipeline(const TaskSpec& task, int64_t weight_block) {
-  PipelineBuilder b(task, weight_block);
+TaskPipeline build_task_pipeline(const TaskSpec& task, int64_t weight_block, bool tables) {
+  PipelineBuilder b(task, weight_block, tables);
   task_def(task.kind).build(b);
   return b.take();
 }

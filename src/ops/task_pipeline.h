@@ -27,13 +27,24 @@ struct TaskPipeline {
   // Set when the algorithm schedules itself (shape.fixed_schedule): applies that schedule
   // to the output and the algorithm's own inner Funcs.
   std::function<void(Halide::Func output)> own_schedule;
+  // Small per-call tables the algorithm reads (PipelineBuilder::add_table): computed at
+  // root, vectorized along their first dim, under a schedule from the space; the Halide
+  // autoschedulers and the reference schedule them as they do any Func.
+  struct Table {
+    Halide::Func func;
+    int vector_width;
+  };
+  std::vector<Table> tables;
 
   Halide::Func output() const { return stages.back().func; }
 };
 
 // `weight_block` > 1 reads the packable weight input in the packed layout of
 // pack_channel_blocks (TaskPipeline::inputs then expects packed buffers).
-TaskPipeline build_task_pipeline(const TaskSpec& task, int64_t weight_block = 1);
+// `tables`: the algorithm may read small per-call tables (TaskPipeline::tables); off for
+// the Halide autoschedulers.
+TaskPipeline build_task_pipeline(const TaskSpec& task, int64_t weight_block = 1,
+                                 bool tables = true);
 
 // The unscheduled reference: every stage computed at root (so row reductions are not
 // recomputed per element), nothing else.

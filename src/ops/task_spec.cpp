@@ -247,7 +247,8 @@ std::vector<std::string> known_param_keys() {
   std::vector<std::string> keys;
   for (TaskKind k : all_task_kinds())
     for (const auto& p : task_def(k).params)
-      if (std::find(keys.begin(), keys.end(), p.name) == keys.end()) keys.push_back(p.name);
+      if (p.in_prompt && std::find(keys.begin(), keys.end(), p.name) == keys.end())
+        keys.push_back(p.name);
   return keys;
 }
 

@@ -68,7 +68,7 @@ std::string param_text(const std::string& key, int64_t value);
 // The op names and unary/binary epilogue words the parser accepts.
 std::vector<std::string> known_ops();
 std::vector<std::string> known_epilogues();
-// Every parameter key and every word value of any task kind.
+// Every parameter key a prompt may show and every word value of any task kind.
 std::vector<std::string> known_param_keys();
 std::vector<std::string> known_param_words();
 

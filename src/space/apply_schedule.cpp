@@ -253,6 +253,8 @@ void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule,
     else
       schedule_plain_stage(pipeline.stages[i], shape, s, schedule.output, loops.parallel);
   }
+  for (auto& table : pipeline.tables)
+    table.func.compute_root().vectorize(table.func.args()[0], table.vector_width);
 }
 
 }  // namespace tlm

@@ -43,9 +43,11 @@ T as_float(const T& t) {
 }
 
 T conv(const Node& n, const Inputs& in) {
-  int64_t pad = n.attr("pad", 0);
-  return torch::conv2d(in[0], in[1], in.size() > 2 ? in[2] : T(), n.attr("stride", 1),
-                       {pad, n.attr("pad_w", pad)}, n.attr("dilation", 1), n.attr("groups", 1));
+  int64_t pad = n.attr("pad", 0), scaled = n.attr("scale_in", 0);
+  T x = scaled ? in[0] * in.back().view({in.back().size(0), in.back().size(1), 1, 1}) : in[0];
+  T bias = int64_t(in.size()) > 2 + scaled ? in[2] : T();
+  return torch::conv2d(x, in[1], bias, n.attr("stride", 1), {pad, n.attr("pad_w", pad)},
+                       n.attr("dilation", 1), n.attr("groups", 1));
 }
 
 T pool(const Node& n, const Inputs& in) {

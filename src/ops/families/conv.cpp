@@ -1,12 +1,16 @@
 // The convolution family.
-//   graph op: conv2d(x [N,C,H,W], w [K,C/groups,R,S][, b [K]]), attributes stride, pad
-//             (rows), pad_w (columns, default pad), dilation, groups
+//   graph op: conv2d(x [N,C,H,W], w [K,C/groups,R,S][, b [K]][, s [N,C]]), attributes
+//             stride, pad (rows), pad_w (columns, default pad), dilation, groups
 //             in_block, out_block: x and the output channel-blocked [N, C/b, H, W, b]
 //             (NCHWc) when above 1 (groups 1 or depthwise), as convolution chains keep them
+//             scale_in 1: x is read times s, one factor per image and input channel (a
+//             squeeze-and-excite scale folded in, graph/rewrites.h; groups 1)
 //   tasks:    conv2d (with groups), dwconv2d (depthwise: groups = channels); NCHW or
 //             channel-blocked activations (in_block, out_block), OIHW weights, which the
 //             space may pack in channel blocks
 //   ONNX:     Conv (2-D; symmetric pads per axis; auto_pad VALID or SAME when symmetric)
+#include <functional>
+
 #include "ops/family.h"
 #include "ops/pipeline_builder.h"
 #include "util/error.h"
@@ -20,19 +24,26 @@ using Halide::ImageParam;
 using Halide::RDom;
 
 struct ConvAttrs {
-  int64_t stride, pad, pad_w, dilation, groups, in_block, out_block;
+  int64_t stride, pad, pad_w, dilation, groups, in_block, out_block, scale_in;
 };
 
 ConvAttrs conv_attrs(const OpCall& c) {
-  ConvAttrs a{c.attr("stride", 1),   c.attr("pad", 0),    0,
-              c.attr("dilation", 1), c.attr("groups", 1), c.attr("in_block", 1),
-              c.attr("out_block", 1)};
+  ConvAttrs a{c.attr("stride", 1),    c.attr("pad", 0),     0,
+              c.attr("dilation", 1),  c.attr("groups", 1),  c.attr("in_block", 1),
+              c.attr("out_block", 1), c.attr("scale_in", 0)};
   a.pad_w = c.attr("pad_w", a.pad);
   if (a.stride < 1 || a.dilation < 1 || a.groups < 1)
     c.fail("stride, dilation and groups must be >= 1");
   if (a.pad < 0 || a.pad_w < 0) c.fail("padding must be >= 0");
   if (a.in_block < 1 || a.out_block < 1) c.fail("channel blocks must be >= 1");
+  if (a.scale_in != 0 && a.scale_in != 1) c.fail("scale_in must be 0 or 1");
+  if (a.scale_in && int64_t(c.inputs.size()) < 3) c.fail("scale_in without a scale input");
   return a;
+}
+
+// The bias input's index, -1 for none (the scale, when there is one, is the last input).
+int bias_input(const OpCall& c) {
+  return int64_t(c.inputs.size()) > 2 + conv_attrs(c).scale_in ? 2 : -1;
 }
 
 // The output as [N, K, OH, OW], whatever layout it is written in.
@@ -44,7 +55,9 @@ Shape infer_plain_output(const OpCall& c) {
   if (x[1] % a.groups || w[0] % a.groups || w[1] * a.groups != x[1])
     c.fail("input channels " + std::to_string(x[1]) + " do not match weight " + shape_text(w) +
            " with groups " + std::to_string(a.groups));
-  if (c.inputs.size() > 2 && c.inputs[2] != Shape{w[0]}) c.fail("bias is not [K]");
+  if (bias_input(c) > 0 && c.inputs[2] != Shape{w[0]}) c.fail("bias is not [K]");
+  if (a.scale_in && (a.groups != 1 || c.inputs.back() != Shape{x[0], x[1]}))
+    c.fail("scale_in wants groups 1 and a scale [N,C]");
   int64_t oh = (x[2] + 2 * a.pad - a.dilation * (w[2] - 1) - 1) / a.stride + 1;
   int64_t ow = (x[3] + 2 * a.pad_w - a.dilation * (w[3] - 1) - 1) / a.stride + 1;
   if (x[2] + 2 * a.pad < a.dilation * (w[2] - 1) + 1 ||
@@ -69,13 +82,17 @@ TensorValue reference_conv(const OpCall& c, const std::vector<const TensorValue*
   TensorValue out = TensorValue::filled(DType::F32, infer_plain_output(c), 0.0);
   const Shape& os = out.shape;
   int64_t cg = ws[1], kg = ws[0] / a.groups;
-  const auto x = a.in_block > 1 ? from_channel_blocks(*in[0]).data : in[0]->data;
+  auto x = a.in_block > 1 ? from_channel_blocks(*in[0]).data : in[0]->data;
+  if (a.scale_in) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] *= in.back()->data[i / size_t(xs[2] * xs[3])];
+  }
   const auto& w = in[1]->data;
+  int bias = bias_input(c);
   for (int64_t i = 0; i < os[0]; ++i)
     for (int64_t k = 0; k < os[1]; ++k)
       for (int64_t y = 0; y < os[2]; ++y)
         for (int64_t z = 0; z < os[3]; ++z) {
-          double acc = in.size() > 2 ? in[2]->data[k] : 0;
+          double acc = bias > 0 ? in[size_t(bias)]->data[k] : 0;
           for (int64_t ch = 0; ch < cg; ++ch)
             for (int64_t r = 0; r < ws[2]; ++r)
               for (int64_t s = 0; s < ws[3]; ++s) {
@@ -109,12 +126,14 @@ AnchorTask conv_task(const OpCall& c) {
   std::string image = param_text("n", x[0]) + "," + param_text("c", x[1]) + "," +
                       param_text("h", x[2]) + "," + param_text("w", x[3]);
   Shape out = infer_conv(c);
-  if (a.groups == x[1] && w[0] == x[1]) return {"dwconv2d:" + image + "," + window, {0, 1}, 2, out};
+  if (a.groups == x[1] && w[0] == x[1])
+    return {"dwconv2d:" + image + "," + window, {0, 1}, bias_input(c), out};
+  std::string scale = a.scale_in ? "," + param_text("scale_in", 1) : "";
+  std::vector<int> inputs = {0, 1};
+  if (a.scale_in) inputs.push_back(int(c.inputs.size()) - 1);
   return {"conv2d:" + image + "," + param_text("k", w[0]) + "," + window + "," +
-              param_text("groups", a.groups),
-          {0, 1},
-          2,
-          out};
+              param_text("groups", a.groups) + scale,
+          inputs, bias_input(c), out};
 }
 
 // ---- tasks ----
@@ -127,6 +146,24 @@ struct ConvOutput {
   Expr k;  // the output channel
   std::vector<int64_t> shape;
 };
+
+// scale_in: each input channel's factor s[n, c], applied to the weight it meets (once
+// per register tile, not per pixel). With blocked output channels it is read through a
+// copy with one lane per channel of the block, made once per call: a scalar s would let
+// LLVM reassociate (w * s) * x into w * (s * x), a product and a broadcast before every
+// FMA (1.75x slower on EfficientNet-B0's projections). Returns s(channel, image), or 1.
+std::function<Expr(Expr, Expr)> scale_reader(PipelineBuilder& b, bool scaled, const Window& win,
+                                             int64_t bo, const ConvOutput& o) {
+  if (!scaled) return [](const Expr&, const Expr&) { return Expr(1.0f); };
+  ImageParam S = b.dense_input("S", {win.n, win.c});
+  if (bo <= 1 || !b.tables()) return [S](const Expr& c, const Expr& n) { return S(c, n); };
+  Halide::Var lane("lane"), c("c"), n("n");
+  Func lanes("scale_lanes");
+  lanes(lane, c, n) = S(c, n);
+  b.add_table(lanes, int(bo));
+  Halide::Var ki = o.vars[0];
+  return [lanes, ki](const Expr& c, const Expr& n) { return lanes(ki, c, n); };
+}
 
 ConvOutput conv_output(const Window& win, int64_t k, int64_t block) {
   if (block <= 1) {
@@ -166,13 +203,15 @@ void build_conv_kind(PipelineBuilder& b, bool depthwise) {
                                     : Func(b.dense_input("W", {k, cg, win.r, win.s}));
   Func src = padded_input(b, X, win, 0.0f, bi, source_dims(bi, bo, depthwise));
   ConvOutput o = conv_output(win, k, bo);
+  auto scale = scale_reader(b, !depthwise && t.get("scale_in"), win, bo, o);
   Expr st = static_cast<int>(win.stride), dl = static_cast<int>(win.dilation);
   Func acc("acc");
   acc(o.vars) = 0.0f;
   if (bi > 1 && !depthwise) {  // reduction (channel in block, s, r, channel block)
     RDom r(0, int(bi), 0, int(win.s), 0, int(win.r), 0, int(win.c / bi), "rc");
+    Expr channel = r.w * static_cast<int>(bi) + r.x;
     acc(o.vars) += src(r.x, o.x * st + r.y * dl, o.y * st + r.z * dl, r.w, o.n) *
-                   W(r.y, r.z, r.w * static_cast<int>(bi) + r.x, o.k);
+                   (W(r.y, r.z, channel, o.k) * scale(channel, o.n));
     b.add_stage(StageKind::Anchor, acc, o.vars, reversed(o.shape), identity_dims(o.vars.size()), r,
                 {bi, win.s, win.r, win.c / bi});
   } else {  // reduction (s, r, channel in group)
@@ -182,7 +221,7 @@ void build_conv_kind(PipelineBuilder& b, bool depthwise) {
     Expr in = bi <= 1    ? src(xx, yy, cin, o.n)
               : bi == bo ? src(o.vars[0], xx, yy, o.vars[3], o.n)
                          : src(cin % static_cast<int>(bi), xx, yy, cin / static_cast<int>(bi), o.n);
-    acc(o.vars) += in * W(r.x, r.y, r.z, o.k);
+    acc(o.vars) += in * (W(r.x, r.y, r.z, o.k) * scale(cin, o.n));
     b.add_stage(StageKind::Anchor, acc, o.vars, reversed(o.shape), identity_dims(o.vars.size()), r,
                 {win.s, win.r, cg});
   }
@@ -214,6 +253,8 @@ void validate_conv(const TaskSpec& spec) {
   validate_blocks(spec, spec.get("c"), spec.get("k"));
   if (groups != 1 && spec.get("in_block") * spec.get("out_block") > 1)
     throw Error("task spec: conv2d channel blocks need groups=1");
+  if (spec.get("scale_in") > 1 || (spec.get("scale_in") && groups != 1))
+    throw Error("task spec: conv2d scale_in is 0 or 1, and 1 needs groups=1");
 }
 
 void validate_dwconv(const TaskSpec& spec) {
@@ -322,7 +363,7 @@ void onnx_conv(OnnxNode& node) {
 void register_conv_family(OpRegistry& r) {
   OpDef conv;
   conv.kind = OpKind::Conv2d;
-  conv.min_inputs = 2, conv.max_inputs = 3;
+  conv.min_inputs = 2, conv.max_inputs = 4;
   conv.infer = infer_conv;
   conv.reference = reference_conv;
   conv.task = conv_task;
@@ -343,6 +384,7 @@ void register_conv_family(OpRegistry& r) {
   conv_params.push_back({"groups", "1"});
   conv_params.push_back(window.back());
   conv_params.insert(conv_params.end(), blocks.begin(), blocks.end());
+  conv_params.push_back({"scale_in", "0", {}, ParamSchema::Kind::Int, true, true, {}, false});
   std::vector<ParamSchema> dw_params = image;
   dw_params.insert(dw_params.end(), window.begin(), window.end());
   dw_params.insert(dw_params.end(), blocks.begin(), blocks.end());
@@ -358,7 +400,9 @@ void register_conv_family(OpRegistry& r) {
                       "conv2d:n=1,c=4,h=9,w=11,k=8,r=1,s=5,pad=0,pad_w=2+bias",
                       "conv2d:n=1,c=16,h=6,w=7,k=8,r=3,s=3,pad=1,in_block=8,out_block=4+bias+relu",
                       "conv2d:n=2,c=3,h=9,w=9,k=16,r=3,s=3,stride=2,pad=1,out_block=8+bias+add",
-                      "conv2d:n=1,c=16,h=5,w=5,k=6,r=1,s=1,in_block=16+bias"},
+                      "conv2d:n=1,c=16,h=5,w=5,k=6,r=1,s=1,in_block=16+bias",
+                      "conv2d:n=2,c=16,h=6,w=5,k=16,r=1,s=1,in_block=8,out_block=8,scale_in=1+bias",
+                      "conv2d:n=1,c=6,h=7,w=7,k=4,r=3,s=3,pad=1,scale_in=1+relu"},
                      "out_block"});
   r.tasks.push_back({TaskKind::Dwconv2d,
                      dw_params,
