@@ -212,6 +212,66 @@ TEST(LibraryKernels, Conv2dBlockedLayoutOnednn) {
   check_against_reference("onednn", "conv2d:c=32,h=14,w=14,k=32,r=3,s=3,pad=1+bias+relu");
 }
 
+// An NCHW tensor in channel blocks [N, C/b, H, W, b] (b = 1: unchanged).
+Tensor to_blocks(const Tensor& nchw, int64_t n, int64_t c, int64_t b) {
+  if (b <= 1) return nchw;
+  int64_t hw = int64_t(nchw.size()) / (n * c);
+  Tensor out(nchw.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p)
+        out[((i * (c / b) + ch / b) * hw + p) * b + ch % b] = nchw[(i * c + ch) * hw + p];
+  return out;
+}
+
+// Channel-blocked activations (in_block, out_block) are oneDNN's nChw8c / nChw16c: the
+// blocked task, given the blocked inputs, writes the plain task's output in blocks (the plain
+// task is checked against the reference), bias and residual included.
+void check_blocked_against_plain(const std::string& plain, const std::string& blocks) {
+  SCOPED_TRACE(plain + " with " + blocks);
+  size_t plus = plain.find('+');
+  TaskSpec task = parse_task_spec(plain),
+           blocked = parse_task_spec(plain.substr(0, plus) + "," + blocks + plain.substr(plus));
+  Shape sh = shape_of(task);
+  std::vector<Tensor> in = random_inputs(input_sizes(task, sh), 3.0f), in_blocked = in;
+  int64_t bi = blocked.get("in_block"), bo = blocked.get("out_block");
+  in_blocked[0] = to_blocks(in[0], sh.images, sh.c, bi);
+  for (size_t i = 2; i < in.size(); ++i)
+    if (int64_t(in[i].size()) == output_size(sh))
+      in_blocked[i] = to_blocks(in[i], sh.images, sh.oc, bo);
+  auto run = [&](const TaskSpec& t, const std::vector<Tensor>& inputs) {
+    std::vector<const float*> pointers;
+    for (const auto& x : inputs) pointers.push_back(x.data());
+    Tensor out(output_size(sh), NAN);
+    make_library_kernel("onednn", t, pointers, out.data(), 2)->run();
+    return out;
+  };
+  Tensor expected = to_blocks(run(task, in), sh.images, sh.oc, bo), got = run(blocked, in_blocked);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], expected[i], 1e-4f * std::max(1.0f, std::abs(expected[i]))) << i;
+}
+
+TEST(LibraryKernels, Conv2dChannelBlockedActivationsOnednn) {
+  check_against_reference("onednn", "conv2d:c=32,h=14,w=14,k=32,r=3,s=3,pad=1+bias+relu");
+  check_blocked_against_plain("conv2d:c=32,h=14,w=14,k=32,r=3,s=3,pad=1+bias+relu",
+                              "in_block=16,out_block=16");
+  check_blocked_against_plain("conv2d:c=16,h=9,w=9,k=32,r=1,s=1+bias+add",
+                              "in_block=8,out_block=16");
+  check_blocked_against_plain("conv2d:c=3,h=12,w=12,k=16,r=3,s=3,stride=2,pad=1+bias",
+                              "out_block=8");
+  check_blocked_against_plain("dwconv2d:c=32,h=10,w=10,r=3,s=3,pad=1+bias+relu6",
+                              "in_block=16,out_block=16");
+}
+
+// A convolution with an input scale (scale_in) is not oneDNN's: refused, not mis-computed.
+TEST(LibraryKernels, ScaledConvolutionIsNotOnednns) {
+  EXPECT_FALSE(library_supports(
+      "onednn",
+      parse_task_spec("conv2d:c=32,h=7,w=7,k=16,r=1,s=1,in_block=16,out_block=16,scale_in=1")));
+  EXPECT_TRUE(library_supports(
+      "onednn", parse_task_spec("conv2d:c=32,h=7,w=7,k=16,r=1,s=1,in_block=16,out_block=16")));
+}
+
 TEST(LibraryKernels, DwConv2dBiasRelu6Onednn) {
   // Inputs in +-3 so that some outputs pass 6 and the clamp is exercised.
   check_against_reference("onednn", "dwconv2d:n=2,c=16,h=12,w=12,r=3,s=3,pad=1+bias+relu6", 3.0f);

@@ -4,15 +4,16 @@
 //   openblas - matmul and dense: cblas_sgemm, then the epilogue in a plain loop.
 //
 // oneDNN layout policy. oneDNN is fastest on its blocked layouts (e.g. nChw16c), and in a
-// model its activations would stay blocked from layer to layer. So every tensor is described
-// with format_tag::any and oneDNN picks the layouts:
+// model its activations would stay blocked from layer to layer. The task's own tensors are
+// in its layout (a channel-blocked convolution's activations are nChw8c / nChw16c), and
+// every tensor oneDNN computes with is described with format_tag::any, so oneDNN picks:
 //   - weights and bias are constants: reordered into oneDNN's layout once, at creation;
 //   - the source and the residual operands of add/mul are reordered once, at creation, too,
 //     as if the previous layer had produced them blocked. run() therefore reads the inputs
 //     as they were when the kernel was made (the plain buffers are used directly, and read
 //     on every run, whenever oneDNN picks the plain layout);
-//   - the destination is reordered back to plain NCHW / row-major inside run(), so that the
-//     output can be verified; that reorder is part of the timed work.
+//   - the destination is reordered back to the task's layout inside run() when oneDNN
+//     writes another, so that the output can be verified; that reorder is timed work.
 //
 // Threads: Debian's oneDNN runs on OpenMP (libgomp), so omp_set_num_threads(threads) is
 // called at creation (oneDNN splits the work when the primitive is made) and at each run()
@@ -55,8 +56,9 @@ StepRole step_role(const TaskSpec& task, const EpilogueStep& step) {
                ? StepRole::Activation
                : StepRole::Unsupported;
   if (step.reversed) return StepRole::Unsupported;
-  if (step.op == OpKind::Add && step.mask == 1 << def.channel_dim) return StepRole::Bias;
-  bool full = step.mask == (1 << def.output_rank) - 1;
+  if (step.op == OpKind::Add && def.channel_dim >= 0 && step.mask == task.bias_mask())
+    return StepRole::Bias;
+  bool full = step.mask == (1 << task.output_rank()) - 1;
   return full && (step.op == OpKind::Add || step.op == OpKind::Mul) ? StepRole::Residual
                                                                     : StepRole::Unsupported;
 }
@@ -229,6 +231,12 @@ OnednnProblem matmul_problem(const TaskSpec& task, const dnnl::engine& engine) {
   return p;
 }
 
+// The oneDNN layout of a convolution's activation in tlm's layout: NCHW, or channel
+// blocks [N, C/b, H, W, b] (in_block, out_block), which is oneDNN's nChw8c / nChw16c.
+Tag activation_tag(int64_t block) {
+  return block == 16 ? Tag::nChw16c : block == 8 ? Tag::nChw8c : Tag::nchw;
+}
+
 OnednnProblem conv_problem(const TaskSpec& task, const dnnl::engine& engine) {
   bool depthwise = task.kind == TaskKind::Dwconv2d;
   int64_t n = task.get("n"), c = task.get("c"), h = task.get("h"), w = task.get("w");
@@ -237,11 +245,11 @@ OnednnProblem conv_problem(const TaskSpec& task, const dnnl::engine& engine) {
   int64_t pad = task.get("pad"), pad_w = task.get("pad_w"), dilation = task.get("dilation");
   int64_t oh = conv_out(h, r, stride, pad, dilation), ow = conv_out(w, s, stride, pad_w, dilation);
   OnednnProblem p;
-  p.src = plain_desc({n, c, h, w}, Tag::nchw);
+  p.src = plain_desc({n, c, h, w}, activation_tag(task.get("in_block")));
   // W[k, c/groups, r, s] is the same memory as [groups, k/groups, c/groups, r, s].
   p.weights = groups == 1 ? plain_desc({k, c, r, s}, Tag::oihw)
                           : plain_desc({groups, k / groups, c / groups, r, s}, Tag::goihw);
-  p.dst = plain_desc({n, k, oh, ow}, Tag::nchw);
+  p.dst = plain_desc({n, k, oh, ow}, activation_tag(task.get("out_block")));
   p.bias = plain_desc({k}, Tag::a);
   p.bias_as_src1 = plain_desc({1, k, 1, 1}, Tag::nchw);
   p.blocked_dst = {plain_desc(p.dst.dims(), Tag::nChw16c), plain_desc(p.dst.dims(), Tag::nChw8c)};
@@ -424,8 +432,13 @@ bool library_supports(const std::string& library, const TaskSpec& task) {
     biases += step_role(task, step) == StepRole::Bias;
   }
   if (biases > 1) return false;
-  if (library == "onednn")
-    return is_one_of(task.op(), {"matmul", "dense", "batch_matmul", "conv2d", "dwconv2d"});
+  if (library == "onednn" && is_conv(task)) {  // no input scale; blocks oneDNN names
+    bool scaled = task.kind == TaskKind::Conv2d && task.get("scale_in");
+    for (const char* block : {"in_block", "out_block"})
+      if (!is_one_of(std::to_string(task.get(block)), {"1", "8", "16"})) return false;
+    return !scaled;
+  }
+  if (library == "onednn") return is_one_of(task.op(), {"matmul", "dense", "batch_matmul"});
   if (library == "openblas") return is_one_of(task.op(), {"matmul", "dense"});
   return false;
 }
