@@ -108,6 +108,7 @@ TEST(Vocabulary, ScaleInIsInTheKeyButNotThePrompt) {
             encode_prompt(test_hardware(), scaled, describe_task(scaled)));
   EXPECT_EQ(describe_task(scaled).inputs.size(), describe_task(p).inputs.size() + 1);
   EXPECT_THROW(parse_task_spec("conv2d:n=1,c=4,h=5,w=5,k=4,r=1,s=1,groups=2,scale_in=1"), Error);
+  EXPECT_THROW(parse_task_spec("conv2d:n=1,c=4,h=5,w=5,k=4,r=1,s=1,scale_in=2"), Error);
 }
 
 // A number's magnitude token is its power-of-two range, the same for every task.

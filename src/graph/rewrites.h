@@ -13,7 +13,7 @@
 //   fold_channel_scales: a channel scale (squeeze-and-excite's x * s[n, c]) whose only
 //                    reader is a convolution of one group becomes that convolution's
 //                    scale_in: the activation is not written a second time, scaled (in
-//                    EfficientNet-B0 those steps were 13% of the model).
+//                    EfficientNet-B0 those steps were 12% of the model).
 //   remove_dead:     nodes no output depends on are dropped.
 // Each returns a new graph with its weights; tests check the outputs agree with the
 // original's within float tolerance.
@@ -47,8 +47,8 @@ int64_t winograd_tile(int64_t n, int64_t c, int64_t k, int64_t h, int64_t w);
 
 // The rewrites every compile applies before partitioning, in order, then the activation
 // layout (activation_layout.h; `activation_block` 0 keeps every activation NCHW), then
-// fold_channel_scales (which keeps the layouts the channel scales had). With no weights (listing a
-// zoo model's tasks) only the structure is rewritten.
+// fold_channel_scales (which keeps the layouts the channel scales had). With no weights
+// (listing a zoo model's tasks) only the structure is rewritten.
 WeightedGraph prepare_graph(const Graph& graph, const Weights& weights,
                             int64_t activation_block = 0);
 

@@ -434,8 +434,8 @@ bool library_supports(const std::string& library, const TaskSpec& task) {
   if (biases > 1) return false;
   if (library == "onednn" && is_conv(task)) {  // no input scale; blocks oneDNN names
     bool scaled = task.kind == TaskKind::Conv2d && task.get("scale_in");
-    for (const char* block : {"in_block", "out_block"})
-      if (!is_one_of(std::to_string(task.get(block)), {"1", "8", "16"})) return false;
+    for (int64_t block : {task.get("in_block"), task.get("out_block")})
+      if (block != 1 && block != 8 && block != 16) return false;
     return !scaled;
   }
   if (library == "onednn") return is_one_of(task.op(), {"matmul", "dense", "batch_matmul"});

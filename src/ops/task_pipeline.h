@@ -28,8 +28,8 @@ struct TaskPipeline {
   // to the output and the algorithm's own inner Funcs.
   std::function<void(Halide::Func output)> own_schedule;
   // Small per-call tables the algorithm reads (PipelineBuilder::add_table): computed at
-  // root, vectorized along their first dim, under a schedule from the space; the Halide
-  // autoschedulers and the reference schedule them as they do any Func.
+  // root, vectorized along their first dim, under a schedule from the space; inline in
+  // the reference. Pipelines built for the Halide autoschedulers have none.
   struct Table {
     Halide::Func func;
     int vector_width;
