@@ -206,6 +206,29 @@ TEST(Cli, ColdTimedRecordsAreStoredApartFromWarmOnes) {
   EXPECT_EQ(count_on("softmax:", true), 0);
 }
 
+// `measure --store` keeps the measured schedule as a "manual" record with its decisions;
+// measuring it again adds nothing, and a library method is refused, storing nothing.
+TEST(Cli, MeasureStoreKeepsTheScheduleAsARecord) {
+  std::string db = temp_path("manual.db");
+  const std::string spec = "matmul:m=8,n=16,k=8";
+  // Whole rows of 16 as 16-wide vectors, one row per register tile, accumulator at root.
+  const std::string decisions = "16,16,8,1,0,16,0,0,1,1,0,0";
+  CliRun first = run_tlm("measure " + spec + " --decisions " + decisions + " --store --db " + db);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_NE(first.output.find("stored in "), std::string::npos) << first.output;
+  CliRun again = run_tlm("measure " + spec + " --decisions " + decisions + " --store --db " + db);
+  EXPECT_NE(again.output.find("already stored"), std::string::npos) << again.output;
+  expect_one_line_error("measure " + spec + " --method reference --store --db " + db,
+                        "only space schedules");
+  RecordStore store(db);
+  ASSERT_EQ(store.count(), 1);
+  Record r = store.query(store.task_keys().at(0)).at(0);
+  EXPECT_EQ(r.method, "manual");
+  EXPECT_EQ(r.status, Status::Ok);
+  EXPECT_GT(r.median_ms, 0);
+  EXPECT_EQ(r.decisions, (std::vector<int64_t>{16, 16, 8, 1, 0, 16, 0, 0, 1, 1, 0, 0}));
+}
+
 // The model's commands: missing or corrupt models, data and registries are one-line errors.
 TEST(Cli, ModelCommandsRejectBadInput) {
   std::string dir = temp_path("models");

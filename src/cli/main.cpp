@@ -139,10 +139,15 @@ void run_bench(const std::vector<std::string>& specs, BenchOptions options,
   if (rows.size() > 1) std::printf("\n%s", format_geomean_table(rows).c_str());
 }
 
+// One candidate, measured isolated; with `store`, kept in the record store as method
+// "manual" (a schedule a person or a script chose, e.g. a model's pick with one decision
+// changed), so fine-tuning can learn from it.
 void run_measure(const std::string& spec, const std::string& method, const std::string& decisions,
-                 const CommonFlags& flags) {
+                 bool store, const CommonFlags& flags) {
   TaskSpec task = parse_task_spec(spec);
   Candidate candidate{kernel_method_named(method), parse_decisions(decisions)};
+  if (store && candidate.method != KernelMethod::Space)
+    throw Error("measure --store: only space schedules (--method space) are stored");
   if (candidate.method == KernelMethod::Space)
     ScheduleSpace(describe_task(task)).check(candidate.decisions);
   Measurer measurer(measure_options(flags));
@@ -151,6 +156,11 @@ void run_measure(const std::string& spec, const std::string& method, const std::
               task.key().c_str(), method.c_str(), status_name(r.status).c_str(), r.timing.median_ms,
               r.timing.min_ms, r.timing.runs, r.build_ms, r.max_error);
   if (!r.detail.empty()) std::printf("%s\n", r.detail.c_str());
+  if (store) {
+    int added = RecordStore(flags.db).add({measured_record(detect_hardware().fingerprint(), task,
+                                                           candidate.decisions, "manual", "", r)});
+    std::printf("%s in %s\n", added ? "stored" : "already stored", flags.db.c_str());
+  }
   if (r.status != Status::Ok) throw Error("candidate " + status_name(r.status) + ": " + r.detail);
 }
 
@@ -232,7 +242,7 @@ void print_tasks(const std::string& model, const ModelOptions& options, bool spe
 struct Flags {
   CommonFlags common;
   std::string spec, method = "space", decisions, json_path, transfer_exclude;
-  bool up_to = false, specs_only = false, winograd = true;
+  bool up_to = false, specs_only = false, winograd = true, store = false;
   int64_t activation_block = kAutoActivationBlock;
   std::string methods =
       "evolutionary-1000,random-1000,adams2019,mullapudi2016,li2018,onednn,openblas";
@@ -259,6 +269,8 @@ void add_task_commands(CLI::App& app, Flags& f, Commands& c) {
   c.measure->add_option("task", f.spec, "task spec")->required();
   c.measure->add_option("--method", f.method, "space|reference|adams2019|...|onednn|openblas");
   c.measure->add_option("--decisions", f.decisions, "comma-separated decision values (space)");
+  c.measure->add_flag("--store", f.store,
+                      "keep the result in --db as a record (method manual; space schedules)");
   add_common(c.measure, f.common);
   c.tasks = app.add_subcommand("tasks", "a zoo model's tasks with counts and FLOPs");
   c.tasks
@@ -376,7 +388,7 @@ int run(int argc, char** argv) {
     f.search.method = search_method_named(f.search_method);
     run_tune(f.spec, f.search, f.up_to, f.common);
   }
-  if (*c.measure) run_measure(f.spec, f.method, f.decisions, f.common);
+  if (*c.measure) run_measure(f.spec, f.method, f.decisions, f.store, f.common);
   if (*c.bench_op) {
     f.bench.methods = split(f.methods, ',');
     if (f.methods.find("tlm-") != std::string::npos)
