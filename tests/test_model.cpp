@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 
 #include "lang/sentence.h"
@@ -430,7 +431,7 @@ TEST(Dataset, ColdRecordsOfAHostReplaceItsWarmOnes) {
   }
   Dataset softmax = best_measured(store, hosts, 4, {spec});  // no cold records: the warm ones
   EXPECT_EQ(softmax.sentences.size(), 4u);
-  Dataset warm_matmul = best_measured(store, hosts, 1, {other}, false);
+  Dataset warm_matmul = best_measured(store, hosts, 1, {other}, ColdRecords::None);
   ASSERT_EQ(warm_matmul.sentences.size(), 1u);
   const Sentence& w = warm_matmul.sentences[0];
   EXPECT_EQ(decode_decisions(space, {w.tokens.begin() + w.prompt_length, w.tokens.end()}),
@@ -445,8 +446,39 @@ TEST(Dataset, ColdRecordsOfAHostReplaceItsWarmOnes) {
   };
   EXPECT_EQ(fastest_of(first), warm.back());
   SpeedSelection warm_only{1};
-  warm_only.cold_records = false;
+  warm_only.cold_records = ColdRecords::None;
   EXPECT_EQ(fastest_of(warm_only), warm.front());
+}
+
+// ColdRecords::StreamedWeights: a dense layer (its packed weights stream from memory in a
+// model) learns its cold order, a matmul of two activations its warm order.
+TEST(Dataset, ColdRecordsOnlyWhereWeightsStream) {
+  std::string dir = temp_dir("cold_dense");
+  RecordStore store(dir + "/r.db");
+  Hardware host = hardware_from_fingerprint("x86-64-avx512/2c/L1d48K/L22048K/L3480M");
+  const std::string dense = "dense:m=64,n=64,k=64", matmul = "matmul:m=64,n=64,k=64";
+  std::map<std::string, std::vector<std::vector<int64_t>>> warm;
+  for (const auto& spec : {dense, matmul}) {
+    warm[spec] = store_timed_schedules(store, spec, host);
+    std::vector<Record> cold;  // the same schedules timed cold, in the opposite order
+    for (size_t i = 0; i < warm[spec].size(); ++i) {
+      double ms = 3.0 - 0.1 * double(i);
+      cold.push_back({host.fingerprint() + kColdWeightsSuffix, parse_task_spec(spec).key(), spec,
+                      warm[spec][i], "random", Status::Ok, ms, ms, 5, "", "", 0});
+    }
+    store.add(cold);
+  }
+  SpeedSelection first{1};
+  first.cold_records = ColdRecords::StreamedWeights;
+  auto fastest_of = [&](const std::string& spec, const std::string& other) {
+    Dataset d = measured_by_speed(store, {host}, first, {other});
+    EXPECT_EQ(d.sentences.size(), 1u);
+    const Sentence& s = d.sentences.at(0);
+    ScheduleSpace space(describe_task(parse_task_spec(spec)));
+    return decode_decisions(space, {s.tokens.begin() + s.prompt_length, s.tokens.end()});
+  };
+  EXPECT_EQ(fastest_of(dense, matmul), warm[dense].back());    // cold: the last is fastest
+  EXPECT_EQ(fastest_of(matmul, dense), warm[matmul].front());  // warm: the first is
 }
 
 // Improve's data: a model's proposals enter wherever they rank.

@@ -65,7 +65,7 @@ struct FinetuneFlags {
   int best_copies = 1;
   int top_copies = 0;
   bool model_proposals = false;
-  bool warm_only = false;
+  bool warm_only = false, cold_streamed_only = false;
   std::string hardware = "all";  // whose records: all | this | a fingerprint
 };
 
@@ -97,9 +97,12 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
   SpeedSelection selection{f.per_task, f.best_copies};
   selection.top_copies = f.top_copies;
   selection.model_proposals = f.model_proposals;
-  selection.cold_records = !f.warm_only;
-  Dataset data = f.speed_classes ? measured_by_speed(store, hosts, selection, excluded)
-                                 : best_measured(store, hosts, f.per_task, excluded, !f.warm_only);
+  selection.cold_records = f.warm_only            ? ColdRecords::None
+                           : f.cold_streamed_only ? ColdRecords::StreamedWeights
+                                                  : ColdRecords::All;
+  Dataset data = f.speed_classes
+                     ? measured_by_speed(store, hosts, selection, excluded)
+                     : best_measured(store, hosts, f.per_task, excluded, selection.cold_records);
   f.train.options.speed_prompt = f.speed_classes;
   if (data.sentences.empty())
     throw Error("train finetune: no measured schedules in '" + f.db + "'");
@@ -211,9 +214,14 @@ void add_train_commands(CLI::App& app, const std::string& command_line) {
   finetune->add_flag("--model-proposals", fine->model_proposals,
                      "with --speed-classes: also every schedule a model proposed (tlm improve's "
                      "data)");
-  finetune->add_flag("--warm-only", fine->warm_only,
-                     "warm-timed records only (a host's records timed cold, TLM_TIMING_COLD, "
-                     "are left out)");
+  auto* warm = finetune->add_flag("--warm-only", fine->warm_only,
+                                  "warm-timed records only (a host's records timed cold, "
+                                  "TLM_TIMING_COLD, are left out)");
+  finetune
+      ->add_flag("--cold-streamed-weights", fine->cold_streamed_only,
+                 "cold-timed records only for tasks whose packed weights stream from memory "
+                 "in a model (dense layers); warm ones elsewhere")
+      ->excludes(warm);
   finetune
       ->add_option("--hardware", fine->hardware,
                    "whose records: all (default; each prompted with its host), this, or a "

@@ -104,16 +104,23 @@ std::vector<std::string> pretrain_tasks(const std::vector<std::string>& excluded
 
 namespace {
 
+// Whether a task learns from its cold-timed records under `policy`.
+bool uses_cold_records(ColdRecords policy, const ScheduleSpace& space) {
+  if (policy == ColdRecords::StreamedWeights) return space.shape().prefetch_packable;
+  return policy == ColdRecords::All;
+}
+
 // A task's verified records on a host that are legal in today's space, fastest first (at
 // most `limit`): those timed cold when there are any and `cold` allows them (a model's
 // weights come from memory, and cold times rank schedules as the model runs them), else the
 // warm ones. The two are never ranked together.
 std::vector<Record> legal_fastest(const RecordStore& store, const std::string& key,
                                   const ScheduleSpace& space, const Hardware& hardware, int limit,
-                                  bool cold) {
+                                  ColdRecords cold) {
   std::vector<Record> legal;
   std::vector<std::string> fingerprints = {hardware.fingerprint()};
-  if (cold) fingerprints.insert(fingerprints.begin(), hardware.fingerprint() + kColdWeightsSuffix);
+  if (uses_cold_records(cold, space))
+    fingerprints.insert(fingerprints.begin(), hardware.fingerprint() + kColdWeightsSuffix);
   for (const auto& fingerprint : fingerprints) {
     for (auto& r : store.best(key, fingerprint, limit))
       if (space.is_legal(r.decisions)) legal.push_back(std::move(r));
@@ -126,7 +133,7 @@ std::vector<Record> legal_fastest(const RecordStore& store, const std::string& k
 // host of `hosts` that measured it, with its legal_fastest records on that host.
 template <class Pick>
 void for_each_measured_task(const RecordStore& store, const std::vector<Hardware>& hosts, int limit,
-                            bool cold, const std::vector<std::string>& excluded, Pick pick) {
+                            ColdRecords cold, const std::vector<std::string>& excluded, Pick pick) {
   std::set<std::string> skip;
   for (const auto& e : excluded) skip.insert(parse_task_spec(e).key());
   for (const auto& key : store.task_keys()) {
@@ -178,7 +185,7 @@ std::vector<Hardware> measured_hosts(const RecordStore& store) {
 }
 
 Dataset best_measured(const RecordStore& store, const std::vector<Hardware>& hosts, int per_task,
-                      const std::vector<std::string>& excluded, bool cold_records) {
+                      const std::vector<std::string>& excluded, ColdRecords cold_records) {
   Dataset data;
   for_each_measured_task(store, hosts, per_task, cold_records, excluded,
                          [&](const Hardware& hardware, const TaskSpec& task,

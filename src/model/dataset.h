@@ -44,12 +44,22 @@ constexpr int kSpeedPerTask = 64;
 // not a fingerprint, e.g. a test's, are left out). A model learns every host's records,
 // each prompted with its own host, so that one model serves them all (DESIGN.md, Hosts).
 std::vector<Hardware> measured_hosts(const RecordStore& store);
+// Which tasks learn from a host's cold-timed records (TLM_TIMING_COLD: the weights come from
+// memory, as in a model) instead of its warm ones. The two are never ranked together.
+enum class ColdRecords {
+  All,              // every task that has any
+  StreamedWeights,  // only tasks whose packed weights stream from memory in a model
+                    // (TaskShape::prefetch_packable: dense layers); a convolution's weights
+                    // are small beside its activations, and its warm records are the many
+  None,             // warm records only
+};
 // Fine-tuning sentences: the `per_task` fastest verified schedules of every task the store
 // has measured on each of `hosts` (task by task, host by host), minus `excluded` (held-out
-// tasks), skipping records that are no longer legal in the task's space. A host's
-// cold-timed records of a task replace its warm ones unless `cold_records` is false.
+// tasks), skipping records that are no longer legal in the task's space; `cold` says
+// which tasks learn from their cold-timed records.
 Dataset best_measured(const RecordStore& store, const std::vector<Hardware>& hosts, int per_task,
-                      const std::vector<std::string>& excluded, bool cold_records = true);
+                      const std::vector<std::string>& excluded,
+                      ColdRecords cold = ColdRecords::All);
 // Which measured schedules become speed-labeled sentences (measured_by_speed).
 struct SpeedSelection {
   SpeedSelection(int per_task = kSpeedPerTask, int best_copies = 1)
@@ -63,8 +73,7 @@ struct SpeedSelection {
                                  // that mixed them (a schedule none of them is)
   bool model_proposals = false;  // also every schedule a model proposed (its record names the
                                  // checkpoint), wherever it ranks: improve's own mistakes
-  bool cold_records = true;      // a host's cold-timed records of a task replace its warm ones;
-                                 // false: the warm ones only
+  ColdRecords cold_records = ColdRecords::All;  // which tasks learn from cold-timed records
 };
 // Fine-tuning sentences of every speed from the verified schedules of every task the store
 // has measured on each of `hosts`, as `selection` picks them among that host's records,
