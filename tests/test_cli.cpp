@@ -220,6 +220,10 @@ TEST(Cli, MeasureStoreKeepsTheScheduleAsARecord) {
   EXPECT_NE(again.output.find("already stored"), std::string::npos) << again.output;
   expect_one_line_error("measure " + spec + " --method reference --store --db " + db,
                         "only space schedules");
+  std::string junk = temp_path("junk.db");
+  std::ofstream(junk) << "not a database";
+  expect_one_line_error("measure " + spec + " --decisions " + decisions + " --store --db " + junk,
+                        junk);
   RecordStore store(db);
   ASSERT_EQ(store.count(), 1);
   Record r = store.query(store.task_keys().at(0)).at(0);

@@ -150,15 +150,17 @@ void run_measure(const std::string& spec, const std::string& method, const std::
     throw Error("measure --store: only space schedules (--method space) are stored");
   if (candidate.method == KernelMethod::Space)
     ScheduleSpace(describe_task(task)).check(candidate.decisions);
+  // Opened first, so a store that is not one fails before anything is measured.
+  std::unique_ptr<RecordStore> records = store ? std::make_unique<RecordStore>(flags.db) : nullptr;
   Measurer measurer(measure_options(flags));
   MeasureResult r = measurer.measure_each(task, {candidate}).at(0);
   std::printf("%s %s: %s median %.4f ms min %.4f ms (%d runs) build %.0f ms max_error %.2g\n",
               task.key().c_str(), method.c_str(), status_name(r.status).c_str(), r.timing.median_ms,
               r.timing.min_ms, r.timing.runs, r.build_ms, r.max_error);
   if (!r.detail.empty()) std::printf("%s\n", r.detail.c_str());
-  if (store) {
-    int added = RecordStore(flags.db).add({measured_record(detect_hardware().fingerprint(), task,
-                                                           candidate.decisions, "manual", "", r)});
+  if (records) {
+    int added = records->add({measured_record(detect_hardware().fingerprint(), task,
+                                              candidate.decisions, "manual", "", r)});
     std::printf("%s in %s\n", added ? "stored" : "already stored", flags.db.c_str());
   }
   if (r.status != Status::Ok) throw Error("candidate " + status_name(r.status) + ": " + r.detail);
