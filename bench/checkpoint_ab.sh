@@ -19,9 +19,8 @@ mkdir -p "$out"
 rm -f "$out/none.db"
 for m in "${models[@]}"; do
   name=$(basename "$m" .onnx)
-  for x in a b; do
-    [ $x = a ] && ckpt=$a || ckpt=$b
-    "$tlm" compile "$m" -o "$out/$x-$name" --strategy tlm --model "$ckpt" --db "$out/none.db" \
+  for x in a b; do  # ${!x}: the checkpoint named by $a or $b
+    "$tlm" compile "$m" -o "$out/$x-$name" --strategy tlm --model "${!x}" --db "$out/none.db" \
       >"$out/$x-$name.log" 2>&1 || { tail -1 "$out/$x-$name.log" >&2; exit 1; }
   done
 done

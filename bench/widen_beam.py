@@ -17,9 +17,9 @@ This script puts such schedules into the store, so the next fine-tune sees them:
       --force out.vector_width=16,src.vector_width=16
 
 A variant that is illegal for a schedule (the space rejects it) is skipped and counted.
-Resumable: a schedule the store already holds is not measured again (tlm answers
-"already stored" after measuring, so finished tasks are listed in --done and skipped).
-Progress (tasks done / total, ETA) goes to stderr.
+Resumable by task: each finished task is appended to --done (default DB.widen-done) and
+skipped on a rerun; a schedule the store already holds keeps its first record. Progress
+(tasks done / total, ETA) goes to stderr.
 """
 import argparse
 import os
@@ -65,7 +65,8 @@ def variants(decisions, forces, names):
 
 
 def measure(task, decisions, db):
-    """(status line, stored?) of one `tlm measure --store`; None when the space rejects it."""
+    """The result line of one `tlm measure --store`; None when the space rejects the schedule
+    or it fails before it is timed (nothing stored)."""
     run = subprocess.run([TLM, "measure", task, "--method", "space", "--decisions", decisions,
                           "--store", "--db", db], capture_output=True, text=True)
     text = (run.stdout + run.stderr).strip().splitlines()
@@ -86,10 +87,9 @@ def main():
     tasks = [t.strip() for t in open(args.tasks) if t.strip() and not t.startswith("#")]
     done_path = args.done or args.db + ".widen-done"
     done = set(open(done_path).read().split()) if os.path.exists(done_path) else set()
+    todo = [t for t in tasks if t not in done]
     started, measured, skipped = time.time(), 0, 0
-    for i, task in enumerate(tasks):
-        if task in done:
-            continue
+    for i, task in enumerate(todo):
         names = point_indices(task)
         for decisions in beam(task, args.k):
             for candidate in variants(decisions, args.force, names):
@@ -102,8 +102,8 @@ def main():
         with open(done_path, "a") as f:
             f.write(task + "\n")
         elapsed = time.time() - started
-        left = len(tasks) - i - 1
-        print(f"[{i + 1}/{len(tasks)}] {measured} measured, {skipped} illegal variants skipped, "
+        left = len(todo) - i - 1
+        print(f"[{len(tasks) - left}/{len(tasks)}] {measured} measured, {skipped} skipped, "
               f"ETA {elapsed / (i + 1) * left / 60:.1f} min", file=sys.stderr, flush=True)
 
 
