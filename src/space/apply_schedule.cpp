@@ -150,16 +150,13 @@ struct PrefetchedWeights {
   int64_t block = 1;
 };
 
-// Prefetches the weights kWeightPrefetchBytes ahead (in one channel block's panel) along
-// the outermost reduction loop. x86 prefetches do not fault, so the region is not clamped.
+// Prefetches the packed weights along the loop weight_prefetch_site picks. x86 prefetches
+// do not fault, so the region is not clamped.
 void prefetch_weights(Halide::Stage update, const PipelineStage& stage, const StageShape& shape,
                       const StageSchedule& s, const PrefetchedWeights& weights) {
-  size_t last = size_t(stage.rdom.dimensions() - 1);
-  int64_t bytes_per_trip = int64_t(sizeof(float)) * weights.block * s.rsplit[last];
-  for (size_t r = 0; r < last; ++r) bytes_per_trip *= shape.rextents[r];
-  int64_t trips_ahead = std::max<int64_t>(1, kWeightPrefetchBytes / bytes_per_trip);
-  RVar outer(stage.rdom[int(last)].name() + "_o");
-  update.prefetch(*weights.input, outer, outer, static_cast<int>(trips_ahead),
+  WeightPrefetchSite site = weight_prefetch_site(shape, s, weights.block);
+  RVar at(stage.rdom[int(shape.rextents.size() - 1)].name() + (site.inner_loop ? "_i" : "_o"));
+  update.prefetch(*weights.input, at, at, static_cast<int>(site.trips_ahead),
                   Halide::PrefetchBoundStrategy::NonFaulting);
 }
 
@@ -233,6 +230,19 @@ void schedule_plain_stage(PipelineStage& stage, const StageShape& shape, const S
 }
 
 }  // namespace
+
+WeightPrefetchSite weight_prefetch_site(const StageShape& shape, const StageSchedule& s,
+                                        int64_t block) {
+  size_t last = shape.rextents.size() - 1;
+  int64_t bytes_per_inner_trip = int64_t(sizeof(float)) * block;
+  for (size_t r = 0; r < last; ++r) bytes_per_inner_trip *= shape.rextents[r];
+  WeightPrefetchSite site{false, 1, bytes_per_inner_trip * s.rsplit[last]};
+  if (site.bytes_per_trip > kWeightPrefetchBytes && last == 0 &&
+      s.reduction_order == kTileInsideReduction)
+    site = {true, 1, bytes_per_inner_trip};
+  site.trips_ahead = std::max<int64_t>(1, kWeightPrefetchBytes / site.bytes_per_trip);
+  return site;
+}
 
 void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule,
                     const CodegenOptions& options) {
