@@ -447,6 +447,30 @@ TEST(Compile, PackingChannelBlocksPlacesEveryValue) {
   }
 }
 
+// A convolution on channel-blocked input: [K, C, R, S] -> [K/b, C/bi, R, S, bi, b], every
+// value where the layout says; an input block that does not divide C is refused.
+TEST(Compile, PackingWithAnInputBlockPlacesEveryValue) {
+  std::vector<int64_t> shape = {8, 6, 3, 2};
+  std::vector<float> plain(8 * 6 * 3 * 2);
+  for (size_t i = 0; i < plain.size(); ++i) plain[i] = float(i);
+  for (int64_t block : {2, 4}) {
+    for (int64_t in_block : {2, 3}) {
+      auto packed = pack_channel_blocks(plain, shape, block, 0, in_block);
+      ASSERT_EQ(packed_shape(shape, block, 0, in_block),
+                (std::vector<int64_t>{8 / block, 6 / in_block, 3, 2, in_block, block}));
+      for (int64_t k = 0; k < 8; ++k)
+        for (int64_t c = 0; c < 6; ++c)
+          for (int64_t r = 0; r < 3; ++r)
+            for (int64_t t = 0; t < 2; ++t) {
+              int64_t outer = (((k / block) * (6 / in_block) + c / in_block) * 3 + r) * 2 + t;
+              ASSERT_EQ(packed[size_t((outer * in_block + c % in_block) * block + k % block)],
+                        plain[size_t(((k * 6 + c) * 3 + r) * 2 + t)]);
+            }
+    }
+  }
+  EXPECT_THROW(pack_channel_blocks(plain, shape, 2, 0, 4), Error);
+}
+
 TEST(MemoryPlan, RandomPlansNeverShareLiveMemory) {
   std::mt19937_64 rng(3);
   for (int trial = 0; trial < 300; ++trial) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "compiler/layout_choice.h"
 #include "graph/partition.h"
@@ -96,11 +97,12 @@ struct PlanBuilder {
   const Graph& g;
   Plan plan;
   std::vector<float> weights;
-  // How steps read each weight tensor: the blocks kernels read it packed in, and
-  // whether some step reads it plain (filled before the steps are made).
-  std::map<int, std::set<int64_t>> packed_reads;
+  // How steps read each weight tensor: the (block, input block) pairs kernels read it
+  // packed in, and whether some step reads it plain (filled before the steps are made).
+  std::map<int, std::set<std::pair<int64_t, int64_t>>> packed_reads;
   std::set<int> plain_reads;
-  std::map<std::pair<int, int64_t>, int> packed;  // (weight, block) -> tensor holding it
+  // (weight, block, input block) -> the tensor holding it packed so
+  std::map<std::tuple<int, int64_t, int64_t>, int> packed;
 
   void add_tensors(const Weights& w) {
     for (size_t t = 0; t < g.tensors().size(); ++t) {
@@ -124,19 +126,21 @@ struct PlanBuilder {
   }
 
   // The tensor a kernel reads weight `tensor` from, packed in blocks of `block` along
-  // its dimension `dim`: the weight itself, repacked in place, when that is its only use;
-  // otherwise a packed copy appended to the weights (packed once per block).
-  int pack_weight(int tensor, int64_t block, int dim) {
-    auto key = std::make_pair(tensor, block);
+  // its dimension `dim` (and of `in_block` input channels, pack_channel_blocks): the weight
+  // itself, repacked in place, when that is its only use; otherwise a packed copy appended
+  // to the weights (packed once per block).
+  int pack_weight(int tensor, int64_t block, int dim, int64_t in_block) {
+    auto key = std::make_tuple(tensor, block, in_block);
     if (auto found = packed.find(key); found != packed.end()) return found->second;
     PlanTensor t = plan.tensors[tensor];
     const float* values = weights.data() + t.weight_offset;
     std::vector<float> data = pack_channel_blocks(
-        std::vector<float>(values, values + element_count(t.shape)), t.shape, block, dim);
-    t.shape = packed_shape(t.shape, block, dim);
+        std::vector<float>(values, values + element_count(t.shape)), t.shape, block, dim, in_block);
+    t.shape = packed_shape(t.shape, block, dim, in_block);
     int target = tensor;
     if (plain_reads.count(tensor) || packed_reads[tensor].size() > 1) {
       t.name += ".packed" + std::to_string(block);
+      if (in_block > 1) t.name += "x" + std::to_string(in_block);
       t.weight_offset = reserve_weight(data.size());
       target = int(plan.tensors.size());
       plan.tensors.push_back(t);
@@ -155,7 +159,8 @@ struct PlanBuilder {
         for (size_t k = 0; k < o.inputs.size(); ++k) {
           if (plan.tensors[o.inputs[k]].kind != TensorKind::Weight) continue;
           if (int(k) == shapes[i].packable_input && plan.tasks[i].weight_block > 1)
-            packed_reads[o.inputs[k]].insert(plan.tasks[i].weight_block);
+            packed_reads[o.inputs[k]].insert(
+                {plan.tasks[i].weight_block, shapes[i].packable_in_block});
           else
             plain_reads.insert(o.inputs[k]);
         }
@@ -213,7 +218,7 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
       for (const auto& input : shape.inputs) step_shapes.push_back(input.shape);
       if (block > 1 && shape.packable_input >= 0) {
         int& weight = o.inputs[size_t(shape.packable_input)];
-        weight = b.pack_weight(weight, block, shape.packable_dim);
+        weight = b.pack_weight(weight, block, shape.packable_dim, shape.packable_in_block);
         step_shapes[size_t(shape.packable_input)] = b.plan.tensors[weight].shape;
       }
       b.plan.tensors[o.output].kind = TensorKind::Activation;

@@ -45,9 +45,10 @@ class HalideKernel : public Kernel {
       Tensor* tensor = const_cast<Tensor*>(&inputs[i]);
       if (weight_block > 1 && int(i) == pipeline_.shape.packable_input) {
         int dim = pipeline_.shape.packable_dim;
+        int64_t in_block = pipeline_.shape.packable_in_block;
         auto packed = pack_channel_blocks({tensor->data.begin(), tensor->data.end()}, tensor->shape,
-                                          weight_block, dim);
-        packed_ = {packed_shape(tensor->shape, weight_block, dim),
+                                          weight_block, dim, in_block);
+        packed_ = {packed_shape(tensor->shape, weight_block, dim, in_block),
                    AlignedFloats(packed.begin(), packed.end())};
         tensor = &packed_;
       }

@@ -70,10 +70,11 @@ ImageParam PipelineBuilder::add_input(const std::string& name, const std::vector
 }
 
 Func PipelineBuilder::packable_weight(const std::string& name, const std::vector<int64_t>& shape,
-                                      int channel_dim, bool dense) {
+                                      int channel_dim, bool dense, int64_t in_block) {
   pipeline_.shape.packable_input = static_cast<int>(pipeline_.inputs.size());
   pipeline_.shape.packable_dim = channel_dim;
   pipeline_.shape.packable_extent = shape.at(size_t(channel_dim));
+  pipeline_.shape.packable_in_block = in_block;
   Func w(name + "_read");
   std::vector<Var> vars = {Var("w0"), Var("w1"), Var("w2"), Var("w3")};
   vars.resize(shape.size());
@@ -82,15 +83,18 @@ Func PipelineBuilder::packable_weight(const std::string& name, const std::vector
     w(vars) = plain(vars);
     return w;
   }
-  ImageParam packed(Halide::Float(32), static_cast<int>(shape.size()) + 1, name);
-  fix_bounds(packed, packed_shape(shape, weight_block_, channel_dim), dense);
+  std::vector<int64_t> packed_dims = packed_shape(shape, weight_block_, channel_dim, in_block);
+  ImageParam packed(Halide::Float(32), static_cast<int>(packed_dims.size()), name);
+  fix_bounds(packed, packed_dims, dense);
   pipeline_.shape.inputs.push_back({name, shape});
   pipeline_.inputs.push_back(packed);
-  Expr b = static_cast<int>(weight_block_);
+  Expr b = static_cast<int>(weight_block_), bi = static_cast<int>(in_block);
   size_t channel = shape.size() - 1 - size_t(channel_dim);  // Halide order: innermost first
+  size_t in_channel = shape.size() - 2;                     // row-major dim 1
   std::vector<Expr> args = {vars[channel] % b};
+  if (in_block > 1) args.push_back(vars[in_channel] % bi);
   for (size_t v = 0; v < vars.size(); ++v)
-    if (v != channel) args.push_back(vars[v]);
+    if (v != channel) args.push_back(v == in_channel && in_block > 1 ? vars[v] / bi : vars[v]);
   args.push_back(vars[channel] / b);
   w(vars) = packed(args);
   return w;

@@ -33,9 +33,10 @@ class PipelineBuilder {
   // A weight input that the space may pack in blocks of output channels along its
   // row-major dimension `channel_dim` (pack_channel_blocks); returns a Func reading it in
   // the plain index order, whichever layout the buffer has. `dense`: its strides fixed
-  // too (dense_input).
+  // too (dense_input). `in_block` > 1: packed with dim 1 split in blocks of that many too
+  // (TaskShape::packable_in_block).
   Halide::Func packable_weight(const std::string& name, const std::vector<int64_t>& shape,
-                               int channel_dim = 0, bool dense = true);
+                               int channel_dim = 0, bool dense = true, int64_t in_block = 1);
   // Marks the packable weight for prefetching in ahead-of-time builds
   // (TaskShape::prefetch_packable).
   void prefetch_packable_weight() { pipeline_.shape.prefetch_packable = true; }

@@ -43,6 +43,9 @@ struct TaskShape {
   int packable_input = -1;
   int packable_dim = 0;
   int64_t packable_extent = 0;
+  // A convolution reading channel-blocked input splits its weight's input channels (dim 1)
+  // in blocks of this many when packed (pack_channel_blocks); 1: not split.
+  int64_t packable_in_block = 1;
   // The packed weight streams from memory along the reduction once per inference, so an
   // ahead-of-time build prefetches it (dense layers; convolutions measured slower with it).
   bool prefetch_packable = false;
@@ -71,8 +74,14 @@ constexpr size_t kMaxLoopDims = 6;  // pure or reduction loops of one stage, at 
 // for every other index are contiguous (a conv's [K,C,R,S] -> [K/b,C,R,S,b], a dense
 // layer's [K,N] along N -> [N/b,K,b]: a column strip streams from memory). Weights are
 // constants, so this is done once, outside any timed run (at compile time in a plan).
+// With `in_block` > 1 (dim 0, a convolution on channel-blocked input) the input channels
+// are split as well, their inner part next to the output block: [K,C,R,S] ->
+// [K/b,C/bi,R,S,bi,b], the order the kernel's reduction walks (channel in block, window,
+// channel block), so a weight streams from memory in address order.
 std::vector<float> pack_channel_blocks(const std::vector<float>& data,
-                                       const std::vector<int64_t>& shape, int64_t block, int dim);
-std::vector<int64_t> packed_shape(const std::vector<int64_t>& shape, int64_t block, int dim);
+                                       const std::vector<int64_t>& shape, int64_t block, int dim,
+                                       int64_t in_block = 1);
+std::vector<int64_t> packed_shape(const std::vector<int64_t>& shape, int64_t block, int dim,
+                                  int64_t in_block = 1);
 
 }  // namespace tlm

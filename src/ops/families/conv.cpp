@@ -199,8 +199,9 @@ void build_conv_kind(PipelineBuilder& b, bool depthwise) {
   // some schedules 3.4x slower (an unsplit 3x3 window: 0.053 -> 0.179 ms on Intel).
   const std::vector<int64_t> x_shape = channel_blocked_shape({win.n, win.c, win.h, win.w}, bi);
   ImageParam X = depthwise ? b.input("X", x_shape) : b.dense_input("X", x_shape);
-  Func W = groups == 1 || depthwise ? b.packable_weight("W", {k, cg, win.r, win.s}, 0, !depthwise)
-                                    : Func(b.dense_input("W", {k, cg, win.r, win.s}));
+  Func W = groups == 1 || depthwise
+               ? b.packable_weight("W", {k, cg, win.r, win.s}, 0, !depthwise, depthwise ? 1 : bi)
+               : Func(b.dense_input("W", {k, cg, win.r, win.s}));
   Func src = padded_input(b, X, win, 0.0f, bi, source_dims(bi, bo, depthwise));
   ConvOutput o = conv_output(win, k, bo);
   auto scale = scale_reader(b, !depthwise && t.get("scale_in"), win, bo, o);
