@@ -118,6 +118,19 @@ size_t count_nodes(const Graph& g, OpKind op) {
   return count;
 }
 
+// A benchmark's thread settings end with it: what KeepTorchThreads saw is in force again.
+TEST(TorchGraph, ThreadSettingsAreRestoredAfterAScope) {
+  set_torch_threads(1, 1);
+  {
+    KeepTorchThreads keep;
+    set_torch_threads(2, 2);
+    EXPECT_EQ(torch_threads().intra_op, 2);
+    EXPECT_EQ(torch_threads().openblas, 2);
+  }
+  EXPECT_EQ(torch_threads().intra_op, 1);
+  EXPECT_EQ(torch_threads().openblas, 1);
+}
+
 TEST(Winograd, RewrittenConvolutionsComputeTheDirectOnesInEveryEngine) {
   Graph graph = winograd_graph(30);
   Weights weights = draw_weights(graph);

@@ -145,6 +145,7 @@ void write_report(CompiledModel& compiled, const std::vector<std::vector<float>>
 ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& options,
                           RecordStore* store, ScheduleModel* schedule_model, Measurer* measurer) {
   ModelBenchRow row;
+  KeepTorchThreads keep_threads;  // for the next model's compile
   auto start = std::chrono::steady_clock::now();
   WeightedGraph source = load_model_source(model, options.model);
   std::string name = is_onnx_path(model) ? source.graph.name() : model;

@@ -7,6 +7,7 @@
 
 extern "C" void openblas_set_num_threads(int);
 extern "C" int openblas_get_num_procs(void);
+extern "C" int openblas_get_num_threads(void);
 
 namespace tlm {
 namespace {
@@ -467,6 +468,10 @@ std::vector<std::vector<float>> TorchGraph::run(const std::vector<std::vector<fl
 void set_torch_threads(int intra_op, int openblas) {
   torch::set_num_threads(intra_op);
   openblas_set_num_threads(openblas > 0 ? openblas : openblas_get_num_procs());
+}
+
+TorchThreads torch_threads() {
+  return {torch::get_num_threads(), openblas_get_num_threads()};
 }
 
 }  // namespace tlm

@@ -38,5 +38,26 @@ bool has_torch_mapping(OpKind kind);
 
 // PyTorch's intra-op threads and OpenBLAS's threads (0 leaves OpenBLAS's own default).
 void set_torch_threads(int intra_op, int openblas);
+struct TorchThreads {
+  int intra_op = 0, openblas = 0;
+};
+// The settings now in force.
+TorchThreads torch_threads();
+
+// Puts both settings back, when it goes out of scope, as they were when it was made. A
+// benchmark that sets PyTorch to two intra-op threads and leaves it so makes the schedule
+// model of the next model compiled in the same process decode on two OpenMP threads, whose
+// spinning takes a core from the kernel builds (`bench model`: EfficientNet-B0 compiled
+// third took 42-59 s instead of 22).
+class KeepTorchThreads {
+ public:
+  KeepTorchThreads() : saved_(torch_threads()) {}
+  ~KeepTorchThreads() { set_torch_threads(saved_.intra_op, saved_.openblas); }
+  KeepTorchThreads(const KeepTorchThreads&) = delete;
+  KeepTorchThreads& operator=(const KeepTorchThreads&) = delete;
+
+ private:
+  TorchThreads saved_;
+};
 
 }  // namespace tlm
