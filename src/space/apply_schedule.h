@@ -23,7 +23,7 @@ inline constexpr int64_t kWeightPrefetchBytes = 4096;
 // along that loop's inner half when one outer trip reads more than kWeightPrefetchBytes of a
 // panel and the register tile sits inside it (a single reduction loop, kTileInsideReduction).
 // Prefetching a whole long trip at once (dense 1024x3072x768 split 128: 384 lines per trip,
-// again for every register tile) ran BERT-base at batch 8 1.19x slower than no prefetch
+// again for every register tile) ran BERT-base at batch 8 1.13-1.19x slower than no prefetch
 // (bench/reports/weight_prefetch_s33_intel.txt). Each trip's prefetch covers the trip
 // `trips_ahead` later, about kWeightPrefetchBytes ahead.
 struct WeightPrefetchSite {
