@@ -392,6 +392,37 @@ TEST(Compile, DataMovementMatchesTheInterpreter) {
                                           "broadcast"}));
 }
 
+// Outputs are computed straight into the caller's buffers: an output a later step also
+// reads, one tensor output twice, and buffers kept from one run to the next all hold what
+// the interpreter computes; a buffer of the wrong size is refused.
+TEST(Compile, OutputsAreWrittenIntoTheCallersBuffers) {
+  Graph g("outputs_in_place");
+  int x = g.input("x", {2, 3, 4, 5});
+  int a = g.add(OpKind::Relu, {x});
+  g.mark_output(a);
+  g.mark_output(g.add(OpKind::Tanh, {g.add(OpKind::Add, {a, x})}));
+  g.mark_output(a, "again");
+  Weights w;
+  std::string dir = fresh_dir("outputs_in_place");
+  compile_model(g, w, test_options(dir, Strategy::Reference), nullptr, nullptr);
+  auto model = CompiledModel::load(dir);
+  auto outputs = model->output_buffers();
+  ASSERT_EQ(outputs.size(), 3u);
+  for (uint64_t seed : {1, 2}) {
+    std::vector<std::vector<float>> inputs = {normal_values(120, seed)};
+    model->run(inputs, outputs);
+    auto all = interpret(g, w, inputs);
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      const auto& expected = all[g.outputs()[o]];
+      ASSERT_EQ(outputs[o].size(), expected.size());
+      for (size_t i = 0; i < expected.size(); ++i)
+        ASSERT_NEAR(outputs[o][i], expected[i], 1e-5) << seed << " output " << o << " at " << i;
+    }
+  }
+  outputs[1].pop_back();
+  EXPECT_THROW(model->run({normal_values(120, 3)}, outputs), Error);
+}
+
 // One weight read by two dense layers that pack it in different blocks and by a Gather
 // that reads it plain: each packed reader gets its own packed copy, the plain one the
 // original, and all three compute what the interpreter does.

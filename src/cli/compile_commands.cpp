@@ -133,7 +133,7 @@ void run_model(const RunFlags& f, const std::string& exe) {
   std::vector<double> ms;
   for (int i = 0; i < f.bench; ++i) {
     auto start = std::chrono::steady_clock::now();
-    model->run(inputs);
+    model->run(inputs, outputs);
     ms.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() *
                  1e3);
   }

@@ -46,9 +46,10 @@ std::vector<StepTiming> median_step_timings(const std::vector<std::vector<StepTi
 
 std::vector<StepTiming> time_steps(const CompiledModel& model,
                                    const std::vector<std::vector<float>>& inputs, int runs) {
-  model.run(inputs);
+  auto outputs = model.output_buffers();
+  model.run(inputs, outputs);
   std::vector<std::vector<StepTiming>> timed(size_t(std::max(runs, 1)));
-  for (auto& timings : timed) model.run(inputs, &timings);
+  for (auto& timings : timed) model.run(inputs, outputs, &timings);
   return median_step_timings(timed);
 }
 

@@ -110,6 +110,14 @@ std::unique_ptr<CompiledModel> CompiledModel::load(const std::string& dir,
   }
   m->input_slot_.assign(m->plan_.tensors.size(), -1);
   for (size_t i = 0; i < m->plan_.inputs.size(); ++i) m->input_slot_[m->plan_.inputs[i]] = int(i);
+  // An activation the plan outputs is computed straight into the caller's buffer (the
+  // first, when it is output twice); other outputs are copied after the last step.
+  m->output_slot_.assign(m->plan_.tensors.size(), -1);
+  for (size_t o = 0; o < m->plan_.outputs.size(); ++o) {
+    int t = m->plan_.outputs[o];
+    if (m->plan_.tensors[t].kind == TensorKind::Activation && m->output_slot_[t] < 0)
+      m->output_slot_[t] = int(o);
+  }
   m->give_back(std::make_unique<Arena>(size_t(m->plan_.arena_floats), 0.0f));
   return m;
 }
@@ -121,7 +129,9 @@ CompiledModel::~CompiledModel() {
 float* CompiledModel::data(int tensor, const RunMemory& memory) const {
   const PlanTensor& t = plan_.tensors[tensor];
   if (t.kind == TensorKind::View) return data(t.view_of, memory);
-  if (t.kind == TensorKind::Activation) return memory.arena + t.arena_offset;
+  if (t.kind == TensorKind::Activation)
+    return output_slot_[tensor] >= 0 ? memory.outputs[output_slot_[tensor]]
+                                     : memory.arena + t.arena_offset;
   // Weights and inputs are only read: no step writes them (plan_check.h).
   if (t.kind == TensorKind::Weight) return const_cast<float*>(weights_.data()) + t.weight_offset;
   return const_cast<float*>(memory.inputs[input_slot_[tensor]]);
@@ -170,7 +180,7 @@ void CompiledModel::run(const float* const* inputs, float* const* outputs,
     std::unique_ptr<Arena> arena;
     ~Lease() { model.give_back(std::move(arena)); }
   } lease{*this, take_arena()};
-  RunMemory memory{lease.arena->data(), inputs};
+  RunMemory memory{lease.arena->data(), inputs, outputs};
   for (const auto& step : plan_.steps) {
     auto start = std::chrono::steady_clock::now();
     run_step(step, memory);
@@ -180,13 +190,29 @@ void CompiledModel::run(const float* const* inputs, float* const* outputs,
         {step.kind == StepKind::Kernel ? step.task : step_kind_name(step.kind), ms.count()});
   }
   for (size_t o = 0; o < plan_.outputs.size(); ++o) {
-    const float* d = data(plan_.outputs[o], memory);
-    std::copy(d, d + element_count(plan_.tensors[plan_.outputs[o]].shape), outputs[o]);
+    int t = plan_.outputs[o];
+    if (output_slot_[t] == int(o)) continue;  // computed in place
+    const float* d = data(t, memory);
+    std::copy(d, d + element_count(plan_.tensors[t].shape), outputs[o]);
   }
+}
+
+std::vector<std::vector<float>> CompiledModel::output_buffers() const {
+  std::vector<std::vector<float>> outputs;
+  for (int t : plan_.outputs) outputs.emplace_back(size_t(element_count(plan_.tensors[t].shape)));
+  return outputs;
 }
 
 std::vector<std::vector<float>> CompiledModel::run(const std::vector<std::vector<float>>& inputs,
                                                    std::vector<StepTiming>* timings) const {
+  std::vector<std::vector<float>> outputs = output_buffers();
+  run(inputs, outputs, timings);
+  return outputs;
+}
+
+void CompiledModel::run(const std::vector<std::vector<float>>& inputs,
+                        std::vector<std::vector<float>>& outputs,
+                        std::vector<StepTiming>* timings) const {
   if (inputs.size() != plan_.inputs.size())
     throw Error("the model takes " + std::to_string(plan_.inputs.size()) + " inputs");
   std::vector<const float*> in;
@@ -197,12 +223,18 @@ std::vector<std::vector<float>> CompiledModel::run(const std::vector<std::vector
                   " values, the model wants " + std::to_string(wanted));
     in.push_back(inputs[i].data());
   }
-  std::vector<std::vector<float>> outputs;
+  if (outputs.size() != plan_.outputs.size())
+    throw Error("the model gives " + std::to_string(plan_.outputs.size()) + " outputs");
   std::vector<float*> out;
-  for (int t : plan_.outputs) outputs.emplace_back(size_t(element_count(plan_.tensors[t].shape)));
-  for (auto& o : outputs) out.push_back(o.data());
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    size_t wanted = size_t(element_count(plan_.tensors[plan_.outputs[o]].shape));
+    if (outputs[o].size() != wanted)
+      throw Error("output buffer " + std::to_string(o) + " holds " +
+                  std::to_string(outputs[o].size()) + " values, the output has " +
+                  std::to_string(wanted));
+    out.push_back(outputs[o].data());
+  }
   run(in.data(), out.data(), timings);
-  return outputs;
 }
 
 size_t CompiledModel::memory_bytes() const {

@@ -36,20 +36,27 @@ class CompiledModel {
   const Plan& plan() const { return plan_; }
   // Runs on `inputs` (one per plan input, row-major, every element as float32, the
   // input's element count each) and writes `outputs` (one per plan output, room for its
-  // element count each); with `timings`, records each step's time. Thread-safe.
+  // element count each); with `timings`, records each step's time. Thread-safe. The step
+  // that computes an output writes it straight into the caller's buffer, so the buffers
+  // of one run must not overlap.
   void run(const float* const* inputs, float* const* outputs,
            std::vector<StepTiming>* timings = nullptr) const;
   // The same with sizes checked: throws tlm::Error (one line) for a wrong count or size.
+  // `outputs` as output_buffers() makes them; a serving loop keeps them from run to run.
+  void run(const std::vector<std::vector<float>>& inputs, std::vector<std::vector<float>>& outputs,
+           std::vector<StepTiming>* timings = nullptr) const;
   std::vector<std::vector<float>> run(const std::vector<std::vector<float>>& inputs,
                                       std::vector<StepTiming>* timings = nullptr) const;
+  std::vector<std::vector<float>> output_buffers() const;  // one per output, its size
   size_t memory_bytes() const;  // weights, inputs and one run's activations
 
  private:
   using Arena = AlignedFloats;  // 64-byte aligned, as are the plan's offsets in it
-  // The memory one run sees: its arena and the caller's inputs.
+  // The memory one run sees: its arena and the caller's inputs and outputs.
   struct RunMemory {
     float* arena;
     const float* const* inputs;
+    float* const* outputs;
   };
   CompiledModel() = default;
   void run_step(const PlanStep& step, const RunMemory& memory) const;
@@ -60,7 +67,8 @@ class CompiledModel {
   Plan plan_;
   void* library_ = nullptr;
   AlignedFloats weights_;
-  std::vector<int> input_slot_;             // per tensor: its index among the plan's inputs
+  std::vector<int> input_slot_;   // per tensor: its index among the plan's inputs
+  std::vector<int> output_slot_;  // per activation: the plan output it is written to, or -1
   std::vector<int (*)(void**)> functions_;  // per step, kernels only
   mutable std::mutex arenas_mutex_;
   mutable std::vector<std::unique_ptr<Arena>> idle_arenas_;
