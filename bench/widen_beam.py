@@ -16,6 +16,9 @@ This script puts such schedules into the store, so the next fine-tune sees them:
       --force out.vector_width=8 --force out.vector_width=16 \
       --force out.vector_width=16,src.vector_width=16
 
+A forced value `max` is the largest value `tlm space TASK` lists for that point (session 34:
+out.tile1.d3=max keeps every output-channel block of a 1x1 convolution inside the cache tile,
+so its spatial loops run outside the channel blocks and each input tile is read once).
 A variant that is illegal for a schedule (the space rejects it) is skipped and counted.
 Resumable by task: each finished task is appended to --done (default DB.widen-done) and
 skipped on a rerun; a schedule the store already holds keeps its first record. Progress
@@ -31,13 +34,16 @@ TLM = os.environ.get("TLM", "./build/src/cli/tlm")
 
 
 def point_indices(task):
-    """Decision point name -> index, from `tlm space TASK`."""
+    """Decision point name -> (index, its largest listed value or None), from `tlm space TASK`
+    (a point whose values depend on another's, e.g. "divisors of ...", lists none)."""
     out = subprocess.run([TLM, "space", task], capture_output=True, text=True, check=True).stdout
     names = {}
     for line in out.splitlines()[2:]:
         fields = line.split()
         if len(fields) >= 2 and fields[0].isdigit():
-            names[fields[1]] = int(fields[0])
+            listed = fields[2] if len(fields) > 2 and fields[2].startswith("{") else ""
+            values = [int(v) for v in listed.strip("{}").split(",") if v.strip().isdigit()]
+            names[fields[1]] = (int(fields[0]), max(values) if values else None)
     return names
 
 
@@ -55,8 +61,12 @@ def variants(decisions, forces, names):
         d = list(base)
         for assignment in filter(None, force.split(",")):
             name, value = assignment.split("=")
-            if name in names:
-                d[names[name]] = value
+            if name not in names:
+                continue
+            index, largest = names[name]
+            if value == "max" and largest is None:
+                continue
+            d[index] = str(largest) if value == "max" else value
         text = ",".join(d)
         if text not in seen:
             seen.add(text)

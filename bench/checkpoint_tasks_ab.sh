@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Two checkpoints' top-1 schedules on single tasks, timed interleaved: for each task, each
+# checkpoint's top-1 (`tlm gen TASK -k 1 --model M`), then ROUNDS rounds of `tlm measure
+# TASK --method space --decisions D`, A then B. Prints per task the ratio A/B of the medians
+# over rounds (> 1: B is faster) and the geomean over the tasks. The check a fine-tune
+# passes on shapes it never trained on before it is promoted (models/README.md).
+#
+#   bash bench/checkpoint_tasks_ab.sh models/tlm-A models/tlm-B TASKFILE...   # ROUNDS=3
+#
+# TASKFILE: one task spec per line, '#' lines skipped (bench/heldout_tasks.txt,
+# bench/validation_tasks.txt).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tlm=./build/src/cli/tlm
+a=${1:?usage: checkpoint_tasks_ab.sh CHECKPOINT_A CHECKPOINT_B TASKFILE...}
+b=${2:?} files=("${@:3}")
+[ ${#files[@]} -gt 0 ] || { echo "checkpoint_tasks_ab: no task file" >&2; exit 1; }
+rounds=${ROUNDS:-3}
+top1() { "$tlm" gen "$1" -k 1 --model "$2" 2>/dev/null | grep log_prob | cut -d' ' -f1; }
+median_ms() {
+  "$tlm" measure "$1" --method space --decisions "$2" | grep -o "median [0-9.]*" | cut -d' ' -f2
+}
+ratios=()
+while read -r task; do
+  da=$(top1 "$task" "$a") db=$(top1 "$task" "$b")
+  ta=() tb=()
+  for _ in $(seq "$rounds"); do
+    ta+=("$(median_ms "$task" "$da")")
+    tb+=("$(median_ms "$task" "$db")")
+  done
+  ratio=$(python3 -c "
+import statistics
+a, b = statistics.median([$(IFS=,; echo "${ta[*]}")]), statistics.median([$(IFS=,; echo "${tb[*]}")])
+print(f'{a / b:.3f} {a:.4f} {b:.4f}')")
+  echo "$ratio $task"
+  ratios+=("${ratio%% *}")
+done < <(grep -hv '^#' "${files[@]}" | grep .)
+printf '%s\n' "${ratios[@]}" | python3 -c "
+import math, sys
+r = [float(x) for x in sys.stdin]
+print(f'geomean A/B over {len(r)} tasks: {math.exp(sum(map(math.log, r)) / len(r)):.3f}x')"
