@@ -11,11 +11,11 @@
 # bench/validation_tasks.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tlm=./build/src/cli/tlm
-a=${1:?usage: checkpoint_tasks_ab.sh CHECKPOINT_A CHECKPOINT_B TASKFILE...}
-b=${2:?} files=("${@:3}")
-[ ${#files[@]} -gt 0 ] || { echo "checkpoint_tasks_ab: no task file" >&2; exit 1; }
-rounds=${ROUNDS:-3}
+[ $# -ge 3 ] || {
+  echo "usage: checkpoint_tasks_ab.sh CHECKPOINT_A CHECKPOINT_B TASKFILE..." >&2
+  exit 1
+}
+a=$1 b=$2 files=("${@:3}") rounds=${ROUNDS:-3} tlm=./build/src/cli/tlm
 top1() { "$tlm" gen "$1" -k 1 --model "$2" 2>/dev/null | grep log_prob | cut -d' ' -f1; }
 median_ms() {
   "$tlm" measure "$1" --method space --decisions "$2" | grep -o "median [0-9.]*" | cut -d' ' -f2
