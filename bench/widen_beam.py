@@ -65,10 +65,11 @@ def variants(decisions, forces, names):
                 continue
             index, largest = names[name]
             if value == "max" and largest is None:
-                continue
+                d = None  # `max` of a point that lists no values: drop the whole variant
+                break
             d[index] = str(largest) if value == "max" else value
-        text = ",".join(d)
-        if text not in seen:
+        text = ",".join(d) if d else None
+        if text and text not in seen:
             seen.add(text)
             result.append(text)
     return result

@@ -394,7 +394,7 @@ TEST(Compile, DataMovementMatchesTheInterpreter) {
 
 // Outputs are computed straight into the caller's buffers: an output a later step also
 // reads, one tensor output twice, and buffers kept from one run to the next all hold what
-// the interpreter computes; a buffer of the wrong size is refused.
+// the interpreter computes; a buffer of the wrong size, or too few buffers, is refused.
 TEST(Compile, OutputsAreWrittenIntoTheCallersBuffers) {
   Graph g("outputs_in_place");
   int x = g.input("x", {2, 3, 4, 5});
@@ -420,6 +420,8 @@ TEST(Compile, OutputsAreWrittenIntoTheCallersBuffers) {
     }
   }
   outputs[1].pop_back();
+  EXPECT_THROW(model->run({normal_values(120, 3)}, outputs), Error);
+  outputs.pop_back();
   EXPECT_THROW(model->run({normal_values(120, 3)}, outputs), Error);
 }
 

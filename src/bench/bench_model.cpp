@@ -172,11 +172,11 @@ ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& opt
   timing.min_runs = 10;
   timing.max_runs = 40;
   timing.target_seconds = 3;
+  // tlm writes into output buffers kept across runs, as OpenVINO's infer request does.
+  auto outputs = compiled->output_buffers();
   // PyTorch's thread settings are set once per comparison, never between runs: changing
   // them run to run made each PyTorch run 2-3x slower (MobileNetV2 26 ms vs 10 ms).
   // The peers take their turns in the first comparison.
-  // tlm writes into output buffers kept across runs, as OpenVINO's infer request does.
-  auto outputs = compiled->output_buffers();
   auto against_torch = [&](int openblas_threads, bool with_peers) {
     set_torch_threads(2, openblas_threads);
     std::vector<std::function<void()>> runs = {[&] { compiled->run(inputs, outputs); },
