@@ -392,6 +392,27 @@ TEST(Compile, DataMovementMatchesTheInterpreter) {
                                           "broadcast"}));
 }
 
+// A wide dense layer of an odd width (GPT-2's head is 50257 words) runs as one kernel tiled
+// on its padded weight that writes only its own columns, with its bias and activation
+// fused, whether the result is an output or read by a later step; random schedules of the
+// store, and the reference one, compute what the interpreter computes.
+TEST(Compile, AWideOddDenseLayerWritesItsOwnColumns) {
+  Graph g("wide_head");
+  int x = g.input("x", {1, 5, 24});
+  int head = g.add(OpKind::Dense, {x, g.constant("w", {24, 2051}), g.constant("b", {2051})});
+  int act = g.add(OpKind::Gelu, {head});
+  g.mark_output(act);
+  g.mark_output(g.add(OpKind::Mul, {act, g.constant("scale", {1})}));
+  Weights w;
+  for (size_t t = 0; t < g.tensors().size(); ++t)
+    if (g.tensor(int(t)).constant) w[int(t)] = normal_values(element_count(g.shape(int(t))), t);
+  expect_graph_compiles_right(g, w, {normal_values(120, 3)});
+  std::vector<std::string> specs;
+  for (const auto& use : model_tasks(g, w).tasks) specs.push_back(use.spec);
+  EXPECT_EQ(specs[0], "dense:m=5,n=2112,k=24,cols=2051+bias+gelu");
+  for (const auto& spec : specs) EXPECT_EQ(spec.rfind("slice", 0), std::string::npos) << spec;
+}
+
 // Outputs are computed straight into the caller's buffers: an output a later step also
 // reads, one tensor output twice, and buffers kept from one run to the next all hold what
 // the interpreter computes; a buffer of the wrong size, or too few buffers, is refused.
@@ -527,6 +548,24 @@ TEST(MemoryPlan, AChainNeedsOnlyTwoBuffers) {
   EXPECT_LE(plan.arena_floats, 2 * 1008);
   plan.tensors[2].arena_offset = plan.tensors[1].arena_offset;  // corrupt: 1 and 2 are both live
   EXPECT_THROW(check_memory_plan(plan), Error);
+}
+
+// Outputs are written into the caller's buffers, so only the activations between them
+// take arena space: in x -> t1 -> t2 -> t3 with outputs t3 and t1, just t2.
+TEST(MemoryPlan, OutputsTakeNoArenaSpace) {
+  Plan plan;
+  plan.tensors.push_back({"x", {1000}, TensorKind::Input});
+  plan.inputs = {0};
+  for (int s = 0; s < 3; ++s) {
+    plan.tensors.push_back({"t" + std::to_string(s + 1), {1000}, TensorKind::Activation});
+    plan.steps.push_back({StepKind::Kernel, "f", "task", {s}, s + 1, {}, {}});
+  }
+  plan.outputs = {3, 1};
+  plan_memory(plan);
+  EXPECT_EQ(plan.arena_floats, 1000);
+  EXPECT_TRUE(lives_in_caller_buffer(plan, 1));
+  EXPECT_FALSE(lives_in_caller_buffer(plan, 2));
+  EXPECT_NO_THROW(check_memory_plan(plan));
 }
 
 TEST(Compile, ResNet50ArenaIsFarBelowTheSumOfActivations) {

@@ -192,23 +192,26 @@ TEST(Rewrites, FoldingBatchNormKeepsTheOutput) {
   for (size_t i = 0; i < before.size(); ++i) EXPECT_NEAR(before[i], after[i], 1e-4 * scale);
 }
 
-// A dense layer 2051 wide (no vector of 16 divides it) computes 2112 columns on a
-// zero-padded weight and keeps the first 2051; the result is the same, bit for bit, and
-// its task is a dense of the padded width; narrower or divisible widths stay as they are.
-TEST(Rewrites, WideOddDenseLayersArePaddedThenSliced) {
+// A dense layer 2051 wide (no vector of 16 divides it) is tiled on a zero-padded weight
+// 2112 wide and writes its first 2051 columns itself (attribute cols, no slice); its bias
+// stays [2051]. The result is the same, bit for bit, and its task is a dense of the padded
+// width that writes 2051 columns; narrower or divisible widths stay as they are.
+TEST(Rewrites, WideOddDenseLayersArePaddedAndWriteTheirOwnColumns) {
   Graph g("head");
   int x = g.input("x", {1, 3, 8});
   int w = g.constant("w", {8, 2051});
   int narrow = g.constant("narrow", {8, 1000});
-  g.mark_output(g.add(OpKind::Dense, {x, w}, {}, "head"));
+  g.mark_output(g.add(OpKind::Dense, {x, w, g.constant("b", {2051})}, {}, "head"));
   g.mark_output(g.add(OpKind::Dense, {x, narrow}, {}, "side"));
   Weights weights = draw_weights(g);
   WeightedGraph padded = pad_wide_dense(g, weights);
   std::map<std::string, int> ops;
   for (const auto& n : padded.graph.nodes()) ++ops[op_name(n.op)];
-  EXPECT_EQ(ops,
-            (std::map<std::string, int>{{op_name(OpKind::Dense), 2}, {op_name(OpKind::Slice), 1}}));
-  EXPECT_EQ(padded.graph.shape(padded.graph.nodes()[0].output), (Shape{1, 3, 2112}));
+  EXPECT_EQ(ops, (std::map<std::string, int>{{op_name(OpKind::Dense), 2}}));
+  const Node& head = padded.graph.nodes()[0];
+  EXPECT_EQ(padded.graph.shape(head.inputs[1]), (Shape{8, 2112}));
+  EXPECT_EQ(head.attr("cols", 0), 2051);
+  EXPECT_EQ(padded.graph.shape(head.output), (Shape{1, 3, 2051}));
   EXPECT_EQ(padded.graph.output_names()[0], "head");
   auto input = random_values(element_count(g.shape(x)), 5);
   auto before = interpret(g, weights, {input});

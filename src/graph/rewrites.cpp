@@ -129,7 +129,7 @@ WeightedGraph pad_wide_dense(const Graph& g, const Weights& w) {
   Rebuild b(g, w);
   for (const Node& n : g.nodes()) {
     const Shape& ws = n.op == OpKind::Dense ? g.shape(n.inputs[1]) : Shape{};
-    if (ws.size() != 2 || ws[1] < kWideDense || ws[1] % 16 == 0) {
+    if (ws.size() != 2 || ws[1] < kWideDense || ws[1] % 16 == 0 || n.attrs.count("cols")) {
       b.copy(n);
       continue;
     }
@@ -137,10 +137,11 @@ WeightedGraph pad_wide_dense(const Graph& g, const Weights& w) {
     int64_t padded = (width + kPaddedMultiple - 1) / kPaddedMultiple * kPaddedMultiple;
     int pw = b.out.graph.constant(g.tensor(n.inputs[1]).name + ".padded", {k, padded});
     if (!w.empty()) b.out.weights[pw] = padded_columns(w.at(n.inputs[1]), k, width, padded);
-    int wide =
-        b.out.graph.add(OpKind::Dense, {b.tensor(n.inputs[0]), pw}, n.attrs, n.name + "/padded");
-    IntAttrs keep = {{"starts", {0}}, {"ends", {width}}, {"axes", {-1}}};
-    b.map[n.output] = b.out.graph.add(OpKind::Slice, {wide}, keep, n.name);
+    std::vector<int> inputs = {b.tensor(n.inputs[0]), pw};
+    if (n.inputs.size() > 2) inputs.push_back(b.tensor(n.inputs[2]));  // the bias, [width]
+    IntAttrs attrs = n.attrs;
+    attrs["cols"] = {width};
+    b.map[n.output] = b.out.graph.add(OpKind::Dense, inputs, attrs, n.name);
   }
   return b.finish();
 }

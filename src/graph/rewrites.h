@@ -7,9 +7,11 @@
 //   split_batchnorm: any other batch norm becomes a multiply and an add by per-channel
 //                    constants, which fuse like any elementwise operator.
 //   pad_wide_dense:  a wide dense layer whose width N no vector of 16 divides (GPT-2's
-//                    50257-word head) computes N rounded up to 64 on a zero-padded weight,
-//                    then a slice keeps the first N columns: its kernel gets the packed
-//                    weight layouts and whole vectors that an odd N rules out.
+//                    50257-word head) is tiled as N rounded up to 64 on a zero-padded
+//                    weight and writes only its first N columns (the dense attribute
+//                    cols; its last column tile shifts inwards): its kernel gets the
+//                    packed weight layouts and whole vectors that an odd N rules out, and
+//                    no slice copies the output.
 //   fold_channel_scales: a channel scale (squeeze-and-excite's x * s[n, c]) whose only
 //                    reader is a convolution of one group becomes that convolution's
 //                    scale_in: the activation is not written a second time, scaled (in

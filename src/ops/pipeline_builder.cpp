@@ -149,11 +149,14 @@ Expr PipelineBuilder::apply_epilogue(Expr value, const std::vector<Var>& vars,
 }
 
 void PipelineBuilder::add_output(const Expr& value, const std::vector<Var>& vars,
-                                 const std::vector<int64_t>& row_major_shape) {
+                                 const std::vector<int64_t>& row_major_shape,
+                                 const std::vector<int64_t>& tiled_shape) {
   Func out("out");
   out(vars) = apply_epilogue(value, vars, row_major_shape);
   fix_bounds(out.output_buffer(), row_major_shape);
-  add_stage(StageKind::Output, out, vars, reversed(row_major_shape), identity_dims(vars.size()));
+  add_stage(StageKind::Output, out, vars,
+            reversed(tiled_shape.empty() ? row_major_shape : tiled_shape),
+            identity_dims(vars.size()));
   pipeline_.shape.output_shape = row_major_shape;
 }
 

@@ -47,7 +47,21 @@ bool overlap_in_time(const Lifetime& a, const Lifetime& b) {
   return a.first <= b.last && b.first <= a.last;
 }
 
+// The activations the arena holds.
+std::vector<int> arena_tensors(const Plan& plan) {
+  std::vector<int> held;
+  for (size_t t = 0; t < plan.tensors.size(); ++t)
+    if (plan.tensors[t].kind == TensorKind::Activation && !lives_in_caller_buffer(plan, int(t)))
+      held.push_back(int(t));
+  return held;
+}
+
 }  // namespace
+
+bool lives_in_caller_buffer(const Plan& plan, int tensor) {
+  return plan.tensors[size_t(tensor)].kind == TensorKind::Activation &&
+         std::find(plan.outputs.begin(), plan.outputs.end(), tensor) != plan.outputs.end();
+}
 
 int64_t activation_floats(const Plan& plan) {
   int64_t total = 0;
@@ -58,9 +72,8 @@ int64_t activation_floats(const Plan& plan) {
 
 void plan_memory(Plan& plan) {
   auto life = lifetimes(plan);
-  std::vector<int> order;
-  for (size_t t = 0; t < plan.tensors.size(); ++t)
-    if (plan.tensors[t].kind == TensorKind::Activation) order.push_back(int(t));
+  for (auto& t : plan.tensors) t.arena_offset = 0;
+  std::vector<int> order = arena_tensors(plan);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return floats_of(plan.tensors[a]) > floats_of(plan.tensors[b]);
   });
@@ -87,13 +100,11 @@ void plan_memory(Plan& plan) {
 
 void check_memory_plan(const Plan& plan) {
   auto life = lifetimes(plan);
-  std::vector<int> activations;
-  for (size_t t = 0; t < plan.tensors.size(); ++t) {
-    const PlanTensor& p = plan.tensors[t];
-    if (p.kind != TensorKind::Activation) continue;
+  std::vector<int> activations = arena_tensors(plan);
+  for (int t : activations) {
+    const PlanTensor& p = plan.tensors[size_t(t)];
     if (p.arena_offset < 0 || p.arena_offset + floats_of(p) > plan.arena_floats)
       throw Error("plan: activation '" + p.name + "' lies outside the arena");
-    activations.push_back(int(t));
   }
   for (size_t i = 0; i < activations.size(); ++i)
     for (size_t j = i + 1; j < activations.size(); ++j) {

@@ -5,6 +5,8 @@
 // through a view count for the tensor viewed; model outputs live to the end). Tensors
 // are placed largest first, each at the lowest 64-byte-aligned offset that overlaps no
 // placed tensor live at the same time, so a step never reads and writes the same bytes.
+// A model output that is an activation of its own (not a view) takes no arena space: the
+// step that computes it writes straight into the caller's buffer (runtime.h).
 #pragma once
 #include <cstdint>
 
@@ -12,7 +14,10 @@
 
 namespace tlm {
 
-// Sets `arena_offset` of every activation and `arena_floats` of the plan.
+// Whether activation `tensor` lives in the caller's output buffer rather than the arena.
+bool lives_in_caller_buffer(const Plan& plan, int tensor);
+// Sets `arena_offset` of every activation in the arena (0 for the others) and
+// `arena_floats` of the plan.
 void plan_memory(Plan& plan);
 // Throws tlm::Error when a (possibly corrupt) plan's arena places a tensor outside the
 // arena or lets two tensors live at the same time share memory.

@@ -115,8 +115,7 @@ std::unique_ptr<CompiledModel> CompiledModel::load(const std::string& dir,
   m->output_slot_.assign(m->plan_.tensors.size(), -1);
   for (size_t o = 0; o < m->plan_.outputs.size(); ++o) {
     int t = m->plan_.outputs[o];
-    if (m->plan_.tensors[t].kind == TensorKind::Activation && m->output_slot_[t] < 0)
-      m->output_slot_[t] = int(o);
+    if (lives_in_caller_buffer(m->plan_, t) && m->output_slot_[t] < 0) m->output_slot_[t] = int(o);
   }
   m->give_back(std::make_unique<Arena>(size_t(m->plan_.arena_floats), 0.0f));
   return m;

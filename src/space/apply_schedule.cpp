@@ -51,8 +51,11 @@ struct OutputLoops {
   bool parallel = false;
 };
 
+// `extents`: the loops the schedule tiles; `written`: the output buffer's extents, both
+// innermost first.
 OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s,
-                            const std::vector<int64_t>& extents) {
+                            const std::vector<int64_t>& extents,
+                            const std::vector<int64_t>& written) {
   Func out = stage.func;
   size_t dims = stage.vars.size();
   std::vector<Var> outer, mid, inner;
@@ -62,9 +65,12 @@ OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s,
     mid.emplace_back(n + "_m");
     inner.emplace_back(n + "_i");
     Var tile(n + "_t");
-    // A cache tile that does not divide its loop guards its last tile.
-    TailStrategy tail =
-        extents[d] % s.tile1[d] == 0 ? TailStrategy::Auto : TailStrategy::ShiftInwards;
+    // A cache tile that does not divide its loop shifts its last tile inwards. An output
+    // written narrower than the loops its tiles divide (a dense layer's padded columns)
+    // guards its stores instead: the tiles stay on the packed weight's blocks.
+    bool divides = extents[d] % s.tile1[d] == 0;
+    TailStrategy tail = divides ? TailStrategy::Auto : TailStrategy::ShiftInwards;
+    if (divides && d < written.size() && written[d] < extents[d]) tail = TailStrategy::GuardWithIf;
     out.split(stage.vars[d], outer[d], tile, static_cast<int>(s.tile1[d]), tail)
         .split(tile, mid[d], inner[d], static_cast<int>(s.tile2[d]), tail);
   }
@@ -247,7 +253,8 @@ WeightPrefetchSite weight_prefetch_site(const StageShape& shape, const StageSche
 void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule,
                     const CodegenOptions& options) {
   OutputLoops loops =
-      schedule_output(pipeline.stages.back(), schedule.output, pipeline.shape.output().extents);
+      schedule_output(pipeline.stages.back(), schedule.output, pipeline.shape.output().extents,
+                      {pipeline.shape.output_shape.rbegin(), pipeline.shape.output_shape.rend()});
   PrefetchedWeights prefetched;
   int weights = pipeline.shape.packable_input;
   if (options.prefetch_weights && pipeline.shape.prefetch_packable && weights >= 0 &&

@@ -269,8 +269,9 @@ const std::vector<std::pair<OpKind, TorchFn>>& torch_table() {
       {OpKind::WinogradInput, winograd_input},
       {OpKind::WinogradOutput, winograd_output},
       {OpKind::Dense,
-       [](const Node&, const Inputs& in) {
-         return torch::linear(in[0], in[1], in.size() > 2 ? in[2] : T());
+       [](const Node& n, const Inputs& in) {  // cols: the first columns of a padded weight
+         int64_t cols = n.attr("cols", in[1].size(0));
+         return torch::linear(in[0], in[1].narrow(0, 0, cols), in.size() > 2 ? in[2] : T());
        }},
       {OpKind::MatMul, [](const Node&, const Inputs& in) { return torch::matmul(in[0], in[1]); }},
       {OpKind::MaxPool, pool},

@@ -1,5 +1,7 @@
 // The matrix-product family.
-//   graph ops: dense (x [..., K] times a constant w [K, N], optional bias [N]), matmul
+//   graph ops: dense (x [..., K] times a constant w [K, N], optional bias [N]; attribute
+//              cols < N keeps only the first cols columns, for a weight padded with zero
+//              columns to a width the kernels tile well), matmul
 //              (two activations, numpy semantics: batch dims broadcast)
 //   tasks:     matmul [m,k]x[k,n], dense (the same with weight names), batch_matmul
 //              [b,m,k]x[b,k,n]; each C = sum_k A * B with the epilogue fused
@@ -20,13 +22,21 @@ using Halide::RDom;
 
 // ---- graph ops ----
 
+// The columns a dense layer writes: its attribute cols, else all N of its weight.
+int64_t dense_columns(const OpCall& c) {
+  int64_t n = c.inputs[1].size() == 2 ? c.inputs[1][1] : 0, cols = c.attr("cols", n);
+  if (cols < 1 || cols > n) c.fail("cols " + std::to_string(cols) + " is not in [1, N]");
+  return cols;
+}
+
 Shape infer_dense(const OpCall& c) {
   Shape x = c.inputs[0];
   const Shape& w = c.inputs[1];
   if (x.empty() || w.size() != 2 || x.back() != w[0])
     c.fail("input " + shape_text(x) + " does not match weight " + shape_text(w));
-  if (c.inputs.size() > 2 && c.inputs[2] != Shape{w[1]}) c.fail("bias is not [N]");
-  x.back() = w[1];
+  int64_t cols = dense_columns(c);
+  if (c.inputs.size() > 2 && c.inputs[2] != Shape{cols}) c.fail("bias is not [cols]");
+  x.back() = cols;
   return x;
 }
 
@@ -60,10 +70,15 @@ void matmul_values(const TensorValue& a, const TensorValue& b, const Shape& out_
 
 TensorValue reference_dense(const OpCall& c, const std::vector<const TensorValue*>& in) {
   TensorValue out{DType::F32, infer_dense(c), {}};
-  matmul_values(*in[0], *in[1], out.shape, out.data);
-  if (in.size() > 2) {
-    size_t n = size_t(in[1]->shape[1]);
-    for (size_t i = 0; i < out.data.size(); ++i) out.data[i] += in[2]->data[i % n];
+  Shape all_columns = out.shape;
+  all_columns.back() = in[1]->shape[1];
+  std::vector<double> product;
+  matmul_values(*in[0], *in[1], all_columns, product);
+  size_t n = size_t(all_columns.back()), cols = size_t(out.shape.back());
+  out.data.resize(product.size() / n * cols);
+  for (size_t i = 0; i < out.data.size(); ++i) {
+    out.data[i] = product[i / cols * n + i % cols];
+    if (in.size() > 2) out.data[i] += in[2]->data[i % cols];
   }
   return out;
 }
@@ -76,12 +91,11 @@ TensorValue reference_matmul(const OpCall& c, const std::vector<const TensorValu
 
 AnchorTask dense_task(const OpCall& c) {
   const Shape &x = c.inputs[0], &w = c.inputs[1];
-  int64_t rows = element_count(x) / x.back();
-  return {
-      "dense:" + param_text("m", rows) + "," + param_text("n", w[1]) + "," + param_text("k", w[0]),
-      {0, 1},
-      2,
-      {rows, w[1]}};
+  int64_t rows = element_count(x) / x.back(), cols = dense_columns(c);
+  std::string spec =
+      "dense:" + param_text("m", rows) + "," + param_text("n", w[1]) + "," + param_text("k", w[0]);
+  if (cols != w[1]) spec += "," + param_text("cols", cols);
+  return {spec, {0, 1}, 2, {rows, cols}};
 }
 
 // Equal batch dims: a batched product; a right-hand side without batch dims: one matrix
@@ -133,7 +147,12 @@ void build_product(PipelineBuilder& b, bool batched) {
   acc(vars) = 0.0f;
   acc(acc_args) += A(a_args) * B(b_args);
   b.add_stage(StageKind::Anchor, acc, vars, reversed(c_shape), identity_dims(vars.size()), r, {k});
-  b.add_output(acc(acc_args), vars, c_shape);
+  // A dense layer of fewer columns than its weight writes only those: its loops are tiled
+  // as for all n, and the last tile along the columns shifts inwards.
+  std::vector<int64_t> written = c_shape;
+  if (dense) written.back() = t.get("cols");
+  if (written.back() > n) throw Error("dense: cols " + t.params.at("cols") + " is more than n");
+  b.add_output(acc(acc_args), vars, written, c_shape);
   b.finish(2.0 * batch * m * n * k, k);
 }
 
@@ -297,6 +316,8 @@ void register_matmul_family(OpRegistry& r) {
   r.ops.push_back(matmul);
 
   std::vector<ParamSchema> mnk = {{"m", ""}, {"n", ""}, {"k", ""}};
+  ParamSchema cols{"cols", "", {}, ParamSchema::Kind::Int, true};
+  cols.same_as = "n", cols.in_prompt = false;  // the same loops, the last tile shifted
   r.tasks.push_back({TaskKind::Matmul,
                      mnk,
                      2,
@@ -306,13 +327,13 @@ void register_matmul_family(OpRegistry& r) {
                      matmul_corpus,
                      {"matmul:m=24,n=36,k=20", "matmul:m=17,n=37,k=13+relu"}});
   r.tasks.push_back({TaskKind::Dense,
-                     mnk,
+                     {mnk[0], mnk[1], mnk[2], cols},
                      2,
                      1,
                      nullptr,
                      build_matmul,
                      dense_corpus,
-                     {"dense:m=8,n=48,k=30+bias+gelu"}});
+                     {"dense:m=8,n=48,k=30+bias+gelu", "dense:m=5,n=96,k=24,cols=83+bias+gelu"}});
   r.tasks.push_back({TaskKind::BatchMatmul,
                      {{"b", ""}, {"m", ""}, {"n", ""}, {"k", ""}},
                      3,
