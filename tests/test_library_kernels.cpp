@@ -308,6 +308,8 @@ TEST(LibraryKernels, SupportTable) {
   EXPECT_TRUE(library_supports("onednn", parse_task_spec("dwconv2d:c=8,h=8,w=8,r=3,s=3")));
   EXPECT_TRUE(library_supports("openblas", parse_task_spec("dense:m=2,n=2,k=2+bias")));
   EXPECT_FALSE(library_supports("openblas", parse_task_spec("batch_matmul:b=2,m=2,n=2,k=2")));
+  for (const char* library : {"onednn", "openblas"})  // writes 14 of its 16 columns
+    EXPECT_FALSE(library_supports(library, parse_task_spec("dense:m=2,n=16,k=2,cols=14")));
   EXPECT_FALSE(library_supports("onednn", parse_task_spec("softmax:rows=4,cols=8")));
   EXPECT_FALSE(library_supports("cublas", parse_task_spec("matmul:m=2,n=2,k=2")));
 }

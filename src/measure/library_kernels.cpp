@@ -432,6 +432,8 @@ bool library_supports(const std::string& library, const TaskSpec& task) {
     biases += step_role(task, step) == StepRole::Bias;
   }
   if (biases > 1) return false;
+  // a dense layer that writes fewer columns than its padded weight has (matmul.cpp)
+  if (task.kind == TaskKind::Dense && task.get("cols") != task.get("n")) return false;
   if (library == "onednn" && is_conv(task)) {  // no input scale; blocks oneDNN names
     bool scaled = task.kind == TaskKind::Conv2d && task.get("scale_in");
     for (int64_t block : {task.get("in_block"), task.get("out_block")})
