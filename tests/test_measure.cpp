@@ -12,6 +12,7 @@
 #include "measure/measurer.h"
 #include "measure/timing.h"
 #include "measure/verify.h"
+#include "runtime/spin_pool.h"
 #include "space/schedule_space.h"
 #include "util/aligned.h"
 #include "util/error.h"
@@ -245,6 +246,31 @@ TEST(Timing, KernelsComputeTheSameAfterTheirWeightsAreEvicted) {
     kernel->run();
     EXPECT_TRUE(verify(output, expected, shape.reduction_length).ok);
   }
+}
+
+// A timed kernel runs its parallel loops on the pool compiled models use (spin_pool.h),
+// so it is timed as a model step runs; TLM_POOL=halide keeps Halide's own pool.
+TEST(Timing, ParallelKernelsRunOnTheModelsPool) {
+  set_kernel_threads(spin_pool_size());
+  TaskSpec task = parse_task_spec("dense:m=8,n=48,k=40+bias");
+  TaskShape shape = describe_task(task);
+  std::vector<Tensor> inputs = random_inputs(shape, 3);
+  ScheduleSpace space(shape);
+  std::mt19937_64 rng(5);
+  auto decisions = space.sample(rng);
+  while (space.decode(decisions).output.parallel_loops == 0) decisions = space.sample(rng);
+  auto loops_of_one_run = [&] {
+    Tensor output = Tensor::zeros(shape.output_shape);
+    auto kernel = build_kernel(task, {KernelMethod::Space, decisions}, inputs, output);
+    int64_t before = spin_pool_loops();
+    kernel->run();
+    EXPECT_TRUE(verify(output, reference_output(task, inputs), shape.reduction_length).ok);
+    return spin_pool_loops() - before;
+  };
+  EXPECT_GE(loops_of_one_run(), 1);
+  setenv("TLM_POOL", "halide", 1);
+  EXPECT_EQ(loops_of_one_run(), 0);
+  unsetenv("TLM_POOL");
 }
 
 // A kernel that leaves a thread spinning (as OpenBLAS and libgomp pools do) must not

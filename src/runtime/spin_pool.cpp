@@ -23,6 +23,7 @@ void cpu_relax() {
 class SpinPool {
  public:
   explicit SpinPool(int threads) : blocks_(size_t(threads)) {
+    threads_ = threads;
     const char* mode = std::getenv("TLM_POOL_SCHEDULE");
     dynamic_ = mode && std::string(mode) == "dynamic";
     for (int t = 1; t < threads; ++t) workers_.emplace_back([this, t] { work_loop(t); });
@@ -37,7 +38,11 @@ class SpinPool {
     for (auto& w : workers_) w.join();
   }
 
+  int threads() const { return threads_; }
+  int64_t loops() const { return loops_.load(std::memory_order_relaxed); }
+
   int run(void* user_context, ParallelTask task, int min, int size, uint8_t* closure) {
+    loops_.fetch_add(1, std::memory_order_relaxed);
     bool idle = false;
     if (workers_.empty() || size <= 1 || !busy_.compare_exchange_strong(idle, true))
       return run_inline(user_context, task, min, size, closure);
@@ -139,7 +144,14 @@ class SpinPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
+  int threads_ = 1;
+  std::atomic<int64_t> loops_{0};
 };
+
+SpinPool& the_pool() {
+  static SpinPool pool(spin_pool_threads());
+  return pool;
+}
 
 }  // namespace
 
@@ -151,8 +163,15 @@ int spin_pool_threads() {
 
 int spin_pool_do_par_for(void* user_context, ParallelTask task, int min, int size,
                          uint8_t* closure) {
-  static SpinPool pool(spin_pool_threads());
-  return pool.run(user_context, task, min, size, closure);
+  return the_pool().run(user_context, task, min, size, closure);
+}
+
+int spin_pool_size() {
+  return the_pool().threads();
+}
+
+int64_t spin_pool_loops() {
+  return the_pool().loops();
 }
 
 }  // namespace tlm

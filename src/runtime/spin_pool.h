@@ -33,5 +33,9 @@ int spin_pool_do_par_for(void* user_context, ParallelTask task, int min, int siz
 // Threads the pool runs loops on, the caller included: HL_NUM_THREADS when set, else the
 // machine's hardware threads.
 int spin_pool_threads();
+// Threads of the pool itself: spin_pool_threads() when it was first used (starts it).
+int spin_pool_size();
+// Parallel loops the pool has been given so far (tests and diagnostics).
+int64_t spin_pool_loops();
 
 }  // namespace tlm
