@@ -29,10 +29,10 @@ namespace {
 int g_threads = 2;
 
 // A JIT kernel's parallel loops on the pool compiled models run them on (runtime/
-// spin_pool.h), so that a schedule is timed as a model step would run it: Halide's own
-// pool puts its workers to sleep between runs, and a small parallel kernel timed on it
-// paid a wake-up per run (conv 384->64 at 14x14, parallel: 0.062 ms alone, 0.037 per step
-// in MobileNetV2). TLM_POOL=halide keeps Halide's pool, as it does for a loaded model.
+// spin_pool.h), so that a schedule is timed as a model step runs it. On Halide's own pool
+// parallel kernels timed 1.05-1.6x slower than in a model (conv 384->64 at 14x14,
+// parallel: 0.062 ms alone, 0.037 per step in MobileNetV2; session 35). TLM_POOL=halide
+// keeps Halide's pool, as it does for a loaded model.
 int spin_pool_par_for(Halide::JITUserContext* context,
                       int (*task)(Halide::JITUserContext*, int, uint8_t*), int min, int size,
                       uint8_t* closure) {
@@ -69,9 +69,7 @@ class HalideKernel : public Kernel {
     }
     dump_generated_code();
     halide_.compile_jit(Halide::get_jit_target_from_environment());
-    const char* pool = std::getenv("TLM_POOL");  // "halide": Halide's own, as a model can
-    bool halide_pool = pool && std::string(pool) == "halide";
-    if (!halide_pool && spin_pool_size() == g_threads)
+    if (!halide_pool_asked() && spin_pool_size() == g_threads)
       halide_.jit_handlers().custom_do_par_for = spin_pool_par_for;
   }
   void run() override { halide_.realize(output_, Halide::Target(), params_); }

@@ -96,10 +96,9 @@ std::unique_ptr<CompiledModel> CompiledModel::load(const std::string& dir,
     set(record_kernel_error);
   // Parallel loops on the pool that stays warm across steps (TLM_POOL=halide: Halide's).
   using SetParFor = halide_do_par_for_t (*)(halide_do_par_for_t);
-  const char* pool = std::getenv("TLM_POOL");
   auto set_par_for =
       reinterpret_cast<SetParFor>(dlsym(m->library_, "halide_set_custom_do_par_for"));
-  if (set_par_for && !(pool && std::string(pool) == "halide")) set_par_for(spin_pool_do_par_for);
+  if (set_par_for && !halide_pool_asked()) set_par_for(spin_pool_do_par_for);
   for (const auto& step : m->plan_.steps) {
     int (*fn)(void**) = nullptr;
     if (step.kind == StepKind::Kernel) {

@@ -23,7 +23,6 @@ void cpu_relax() {
 class SpinPool {
  public:
   explicit SpinPool(int threads) : blocks_(size_t(threads)) {
-    threads_ = threads;
     const char* mode = std::getenv("TLM_POOL_SCHEDULE");
     dynamic_ = mode && std::string(mode) == "dynamic";
     for (int t = 1; t < threads; ++t) workers_.emplace_back([this, t] { work_loop(t); });
@@ -38,7 +37,7 @@ class SpinPool {
     for (auto& w : workers_) w.join();
   }
 
-  int threads() const { return threads_; }
+  int threads() const { return int(blocks_.size()); }
   int64_t loops() const { return loops_.load(std::memory_order_relaxed); }
 
   int run(void* user_context, ParallelTask task, int min, int size, uint8_t* closure) {
@@ -144,7 +143,6 @@ class SpinPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
-  int threads_ = 1;
   std::atomic<int64_t> loops_{0};
 };
 
@@ -164,6 +162,11 @@ int spin_pool_threads() {
 int spin_pool_do_par_for(void* user_context, ParallelTask task, int min, int size,
                          uint8_t* closure) {
   return the_pool().run(user_context, task, min, size, closure);
+}
+
+bool halide_pool_asked() {
+  const char* pool = std::getenv("TLM_POOL");
+  return pool && std::string(pool) == "halide";
 }
 
 int spin_pool_size() {

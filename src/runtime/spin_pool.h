@@ -33,6 +33,8 @@ int spin_pool_do_par_for(void* user_context, ParallelTask task, int min, int siz
 // Threads the pool runs loops on, the caller included: HL_NUM_THREADS when set, else the
 // machine's hardware threads.
 int spin_pool_threads();
+// TLM_POOL=halide: parallel loops stay on Halide's own pool (for experiments).
+bool halide_pool_asked();
 // Threads of the pool itself: spin_pool_threads() when it was first used (starts it).
 int spin_pool_size();
 // Parallel loops the pool has been given so far (tests and diagnostics).
