@@ -218,6 +218,10 @@ TEST(Rewrites, WideOddDenseLayersArePaddedAndWriteTheirOwnColumns) {
   auto after = interpret(padded.graph, padded.weights, {input});
   for (size_t o = 0; o < 2; ++o)
     EXPECT_EQ(before[g.outputs()[o]], after[padded.graph.outputs()[o]]) << o;
+  for (int64_t bad : {0, 2113})  // a dense layer writes 1 to N columns
+    EXPECT_THROW(g.add(OpKind::Dense, {x, g.constant("w" + std::to_string(bad), {8, 2112})},
+                       {{"cols", {bad}}}),
+                 Error);
 }
 
 // EfficientNet-B0's squeeze-and-excite scales: each is read only by the projection

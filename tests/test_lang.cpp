@@ -111,6 +111,16 @@ TEST(Vocabulary, ScaleInIsInTheKeyButNotThePrompt) {
   EXPECT_THROW(parse_task_spec("conv2d:n=1,c=4,h=5,w=5,k=4,r=1,s=1,scale_in=2"), Error);
 }
 
+// Likewise a dense layer that writes only the first cols columns of its padded weight:
+// the same loops, so the padded layer's prompt.
+TEST(Vocabulary, DenseColumnsAreInTheKeyButNotThePrompt) {
+  TaskSpec all = parse_task_spec("dense:m=128,n=50304,k=768");
+  TaskSpec part = parse_task_spec("dense:m=128,n=50304,k=768,cols=50257");
+  EXPECT_NE(all.key(), part.key());
+  EXPECT_EQ(encode_prompt(test_hardware(), all, describe_task(all)),
+            encode_prompt(test_hardware(), part, describe_task(part)));
+}
+
 // A number's magnitude token is its power-of-two range, the same for every task.
 TEST(Vocabulary, MagnitudesArePowerOfTwoRanges) {
   const Vocabulary& v = Vocabulary::get();

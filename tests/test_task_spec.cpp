@@ -86,6 +86,16 @@ TEST(TaskSpec, ChannelBlocksKeepPlainKeysAndAddARank) {
   expect_error("channel_scale:c=24,h=7,w=7,block=16", "block must divide c");
 }
 
+// A dense layer on a padded weight writes its first cols columns: cols is in its key
+// (left out at n) and its output shape; it cannot be more than n.
+TEST(TaskSpec, DenseColumnsAreKeyedAndAtMostN) {
+  TaskSpec part = parse_task_spec("dense:m=2,n=64,k=8,cols=50+bias");
+  EXPECT_EQ(part.key(), "dense:m=2,n=64,k=8,cols=50+bias");
+  EXPECT_EQ(parse_task_spec("dense:m=2,n=64,k=8,cols=64").key(), "dense:m=2,n=64,k=8");
+  EXPECT_EQ(describe_task(part).output_shape, (std::vector<int64_t>{2, 50}));
+  expect_error("dense:m=2,n=64,k=8,cols=65", "cols=65 is more than n=64");
+}
+
 TEST(TaskSpec, ShapeErrorsComeFromDescribe) {
   EXPECT_THROW(describe_task(parse_task_spec("conv2d:c=3,h=4,w=4,k=8,r=7,s=7")), Error);
   TaskShape s =

@@ -9,7 +9,7 @@
 //   pad_wide_dense:  a wide dense layer whose width N no vector of 16 divides (GPT-2's
 //                    50257-word head) is tiled as N rounded up to 64 on a zero-padded
 //                    weight and writes only its first N columns (the dense attribute
-//                    cols; its last column tile shifts inwards): its kernel gets the
+//                    cols; stores past them are guarded): its kernel gets the
 //                    packed weight layouts and whole vectors that an odd N rules out, and
 //                    no slice copies the output.
 //   fold_channel_scales: a channel scale (squeeze-and-excite's x * s[n, c]) whose only

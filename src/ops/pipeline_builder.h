@@ -50,7 +50,7 @@ class PipelineBuilder {
   // Adds the output stage: `value` with the task's epilogue applied; `vars` innermost
   // first, one per dim of `row_major_shape`. The schedule tiles the stage's loops as if
   // they were `tiled_shape` (default: the written shape); an output smaller than that
-  // shifts its last tiles inwards (a dense layer's padded columns, matmul.cpp).
+  // guards its stores past the written extent (a dense layer's padded columns, matmul.cpp).
   void add_output(const Halide::Expr& value, const std::vector<Halide::Var>& vars,
                   const std::vector<int64_t>& row_major_shape,
                   const std::vector<int64_t>& tiled_shape = {});
