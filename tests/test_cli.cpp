@@ -153,6 +153,37 @@ TEST(Cli, RecordsImportRefusesInvalidRecordsNamingTheLine) {
   EXPECT_NE(again.output.find("1 records"), std::string::npos) << again.output;  // nothing added
 }
 
+// `records import --replace`: a newer record of a stored schedule replaces it (and says
+// so); without the flag the stored one stays.
+TEST(Cli, RecordsImportReplaceTakesNewerTimingsOfStoredSchedules) {
+  auto line = [](const std::string& median, const std::string& created) {
+    return R"({"hardware":"hw","task_key":"matmul:m=8,n=8,k=8","task_spec":"matmul:m=8,n=8,k=8",)"
+           R"("decisions":[8,8,8,8,0,8,0,0,1,8,0,0],"method":"random","status":"ok","min_ms":0.1,)"
+           R"("median_ms":)" +
+           median + R"(,"runs":5,"checkpoint":"","detail":"","created":)" + created + "}";
+  };
+  std::string db = temp_path("replace.db"), file = temp_path("replace.jsonl");
+  std::ofstream(file) << line("0.9", "1.0") << "\n";
+  ASSERT_EQ(run_tlm("records import " + file + " --db " + db).exit_code, 0);
+  std::ofstream(file) << line("0.3", "2.0") << "\n";
+  auto exported = [&] {
+    EXPECT_EQ(run_tlm("records export -o " + file + ".out --db " + db).exit_code, 0);
+    std::ifstream in(file + ".out");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  CliRun kept = run_tlm("records import " + file + " --db " + db);
+  EXPECT_NE(kept.output.find("0 new records"), std::string::npos) << kept.output;
+  EXPECT_NE(exported().find("\"median_ms\":0.9"), std::string::npos);
+  CliRun replaced = run_tlm("records import " + file + " --db " + db + " --replace");
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.output;
+  EXPECT_NE(replaced.output.find("0 new records in " + db + ", 1 replaced by newer ones"),
+            std::string::npos)
+      << replaced.output;
+  std::string after = exported();
+  EXPECT_NE(after.find("\"median_ms\":0.3"), std::string::npos) << after;
+  EXPECT_EQ(after.find("\"median_ms\":0.9"), std::string::npos) << after;
+}
+
 // A dense record from before dense tasks had a weight layout decision imports as the
 // plain layout it measured (block 1 in front); one of today's form imports unchanged.
 TEST(Cli, RecordsImportBringsOldDenseRecordsToTodaysSpace) {

@@ -236,6 +236,37 @@ TEST_F(RecordStoreTest, AddingTheSameBatchTwiceIsANoOp) {
   EXPECT_EQ(store.add({}), 0);
 }
 
+// Re-timings: under ReplaceIfNewer a newer record of a stored schedule replaces every
+// measured field of it, an older or equally old one changes nothing, new schedules are
+// added, and other hardware's record of the same schedule is untouched. Keep (the
+// default) never replaces.
+TEST_F(RecordStoreTest, ReplaceIfNewerReplacesAStoredScheduleOnlyWithANewerRecord) {
+  using OnDuplicate = RecordStore::OnDuplicate;
+  RecordStore store(path());
+  Record old_fast = make_record("t", "hw", {1, 2}, tlm::Status::Ok, 1.0);
+  Record elsewhere = old_fast;
+  elsewhere.hardware = "other-hw";
+  ASSERT_EQ(store.add({old_fast, elsewhere}), 2);
+  Record retimed = old_fast;
+  retimed.median_ms = 0.5, retimed.min_ms = 0.4, retimed.runs = 50;
+  retimed.method = "manual", retimed.detail = "spin pool", retimed.checkpoint = "ck";
+  retimed.created = old_fast.created + 10;
+  EXPECT_EQ(store.add({retimed}), 0);  // Keep: the stored record stays
+  expect_same(store.query("t", "hw").at(0), old_fast);
+  Record stale = old_fast;
+  stale.median_ms = 9, stale.min_ms = 8, stale.created = old_fast.created - 1;
+  Record added = make_record("t", "hw", {3}, tlm::Status::Timeout, 2.0);
+  EXPECT_EQ(store.add({stale, old_fast, added}, OnDuplicate::ReplaceIfNewer), 1);
+  expect_same(store.query("t", "hw").at(0), old_fast);
+  EXPECT_EQ(store.add({retimed, added}, OnDuplicate::ReplaceIfNewer), 1);
+  EXPECT_EQ(store.count(), 3);
+  auto rows = store.query("t", "hw");  // oldest first: the re-timed row is now the newest
+  ASSERT_EQ(rows.size(), 2u);
+  expect_same(rows.back(), retimed);
+  expect_same(store.query("t", "other-hw").at(0), elsewhere);
+  EXPECT_DOUBLE_EQ(store.best("t", "hw", 1).at(0).median_ms, 0.5);
+}
+
 TEST_F(RecordStoreTest, MergesIdempotentlyAcrossConnections) {
   RecordStore a(path());
   RecordStore b(path());

@@ -347,10 +347,20 @@ void add_records_commands(CLI::App& app, CommonFlags& flags) {
   auto* in = records->add_subcommand("import", "merge a file's records into the store");
   in->add_option("file", *file, "JSON-lines file (tlm records export)")->required();
   in->add_option("--db", flags.db, "record database (SQLite)");
-  in->callback([&flags, file] {
+  auto replace = std::make_shared<bool>(false);
+  in->add_flag("--replace", *replace,
+               "a record of a schedule the store holds (same machine, task and decisions) "
+               "replaces the stored one when it is newer: re-timings under a newer protocol");
+  in->callback([&flags, file, replace] {
     RecordStore store(flags.db);
-    std::printf("%lld new records in %s\n",
-                (long long)import_records(store, *file, record_task_check()), flags.db.c_str());
+    const int64_t before = store.count();
+    const int64_t written = import_records(
+        store, *file, record_task_check(),
+        *replace ? RecordStore::OnDuplicate::ReplaceIfNewer : RecordStore::OnDuplicate::Keep);
+    const int64_t added = store.count() - before;
+    std::printf("%lld new records in %s", (long long)added, flags.db.c_str());
+    if (*replace) std::printf(", %lld replaced by newer ones", (long long)(written - added));
+    std::printf("\n");
   });
 }
 

@@ -60,7 +60,8 @@ int64_t export_records(const RecordStore& store, const std::string& path,
   return written;
 }
 
-int64_t import_records(RecordStore& store, const std::string& path, const RecordCheck& check) {
+int64_t import_records(RecordStore& store, const std::string& path, const RecordCheck& check,
+                       RecordStore::OnDuplicate on_duplicate) {
   std::ifstream in(path);
   if (!in) throw Error("cannot read '" + path + "'");
   std::vector<Record> records;
@@ -77,7 +78,7 @@ int64_t import_records(RecordStore& store, const std::string& path, const Record
       throw Error("'" + path + "' line " + std::to_string(number) + ": " + e.what());
     }
   }
-  return store.add(records);
+  return store.add(records, on_duplicate);
 }
 
 }  // namespace tlm

@@ -19,10 +19,12 @@ int64_t export_records(const RecordStore& store, const std::string& path,
 // space to today's); throws tlm::Error saying what is wrong.
 using RecordCheck = std::function<void(Record&)>;
 
-// Adds the file's records; returns how many were new. Throws tlm::Error naming the line
+// Adds the file's records; returns how many rows it wrote (RecordStore::add: the new ones,
+// and under ReplaceIfNewer the stored ones it replaced). Throws tlm::Error naming the line
 // of the first bad record (nothing of the file is added then): malformed JSON, a missing
 // field, an unknown status, times that are not finite and non-negative (positive, with
 // min <= median and at least one run, for an ok record), or one `check` refuses.
-int64_t import_records(RecordStore& store, const std::string& path, const RecordCheck& check = {});
+int64_t import_records(RecordStore& store, const std::string& path, const RecordCheck& check = {},
+                       RecordStore::OnDuplicate on_duplicate = RecordStore::OnDuplicate::Keep);
 
 }  // namespace tlm

@@ -260,10 +260,21 @@ RecordStore::~RecordStore() {
   sqlite3_close_v2(db_);
 }
 
-int RecordStore::add(const std::vector<Record>& batch) {
+// The upsert of OnDuplicate::ReplaceIfNewer: every measured field of the stored row
+// becomes the newer record's (the key columns are the same by definition).
+constexpr const char* kReplaceIfNewer =
+    " ON CONFLICT (hardware, task_key, decisions_hash) DO UPDATE SET"
+    " task_spec = excluded.task_spec, method = excluded.method, status = excluded.status,"
+    " min_ms = excluded.min_ms, median_ms = excluded.median_ms, runs = excluded.runs,"
+    " checkpoint = excluded.checkpoint, detail = excluded.detail, created = excluded.created"
+    " WHERE excluded.created > records.created";
+
+int RecordStore::add(const std::vector<Record>& batch, OnDuplicate on_duplicate) {
   Transaction transaction(db_);
-  Statement insert(db_, std::string("INSERT OR IGNORE INTO records (") + kColumns +
-                            ", decisions_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  const bool replace = on_duplicate == OnDuplicate::ReplaceIfNewer;
+  Statement insert(db_, std::string(replace ? "INSERT" : "INSERT OR IGNORE") + " INTO records (" +
+                            kColumns + ", decisions_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)" +
+                            (replace ? kReplaceIfNewer : ""));
   int inserted = 0;
   for (const Record& r : batch) {
     std::string decisions = decisions_text(r.decisions);

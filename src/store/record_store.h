@@ -42,8 +42,13 @@ class RecordStore {
   RecordStore(const RecordStore&) = delete;
   RecordStore& operator=(const RecordStore&) = delete;
 
-  // Adds a batch in one transaction; returns how many were new (duplicates are skipped).
-  int add(const std::vector<Record>& batch);
+  // What adding does with a record of a schedule already stored (same hardware, task and
+  // decisions): keep the stored one (merging stays idempotent), or replace it when the
+  // new one is newer (a re-timing under a newer measurement protocol).
+  enum class OnDuplicate { Keep, ReplaceIfNewer };
+  // Adds a batch in one transaction; returns how many rows it wrote: new records, plus
+  // replaced ones under ReplaceIfNewer (duplicates kept are not counted).
+  int add(const std::vector<Record>& batch, OnDuplicate on_duplicate = OnDuplicate::Keep);
   // All records of a task (any hardware when `hardware` is empty), oldest first.
   std::vector<Record> query(const std::string& task_key, const std::string& hardware = "") const;
   // The fastest `limit` ok records of a task on a hardware, fastest first.
