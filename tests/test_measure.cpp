@@ -119,6 +119,22 @@ TEST(Measurer, CutoffStopsSlowCandidatesEarly) {
   EXPECT_GE(measurer.measure_each(task, {{KernelMethod::Reference, {}}}, &quick)[0].timing.runs, 3);
 }
 
+// A first run over the cutoff gets a second: a kernel slow only on its first run (cold
+// caches, page faults) is timed in full, not cut off with that one run as its time.
+TEST(Measurer, CutoffGivesASlowFirstRunASecondChance) {
+  TaskSpec task = parse_task_spec("matmul:m=32,n=32,k=32");
+  Measurer measurer(test_options());
+  TimingOptions quick = {0, 3, 5, 0.01, 20.0};  // cutoff 20 ms; the first run sleeps 50
+  auto results = measurer.measure_each(
+      task, {{KernelMethod::FaultSlowFirst, {}}, {KernelMethod::Reference, {}}}, &quick);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.status, Status::Ok) << r.detail;
+    EXPECT_GE(r.timing.runs, 3) << r.detail;
+    EXPECT_LT(r.timing.median_ms, 20.0);
+    EXPECT_EQ(r.detail.find("cut off"), std::string::npos) << r.detail;
+  }
+}
+
 TEST(Measurer, InterleavedBenchSkipsFailedCandidates) {
   TaskSpec task = parse_task_spec("dense:m=16,n=64,k=32+bias+gelu");
   Measurer measurer(test_options());

@@ -5,7 +5,8 @@
 //   Reference (reference)    the unscheduled reference pipeline
 //   Adams2019, Mullapudi2016, Li2018 (adams2019, ...)   Halide's autoschedulers (Debian plugins)
 //   OneDnn, OpenBlas (onednn, openblas)                 vendor libraries
-//   FaultCrash, FaultHang, FaultWrong, FaultOom (fault:crash, ...)   injected faults, for tests
+//   FaultCrash, FaultHang, FaultWrong, FaultOom, FaultSlowFirst (fault:crash, ...,
+//     fault:slow-first: its first run sleeps 50 ms)   injected faults, for tests
 #pragma once
 #include <memory>
 #include <string>
@@ -27,7 +28,8 @@ enum class KernelMethod : uint8_t {
   FaultCrash,
   FaultHang,
   FaultWrong,
-  FaultOom
+  FaultOom,
+  FaultSlowFirst
 };
 const std::string& kernel_method_name(KernelMethod method);
 // Throws tlm::Error naming the known methods for an unknown name.

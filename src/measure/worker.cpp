@@ -1,6 +1,7 @@
 // The worker side of isolated measurement: answers requests read from stdin. It keeps
 // the inputs and reference output of the last task, so a search pays for the reference
 // once per worker, not once per candidate.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -38,6 +39,21 @@ struct Built {
   double first_run_ms = 0;  // the verification run
 };
 
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
+}
+
+// A search trial's first run, checked against its cutoff. That run is the kernel's first
+// ever (cold caches, first-touch page faults), so one over the cutoff runs once more and
+// counts as its faster run: a single slow first run had stored a 0.065 ms convolution as
+// 2.24 ms, and a search drops the candidates it cuts off (session 37, Zen 5).
+double first_run_against_cutoff(Kernel& kernel, double first_ms, double cutoff_ms) {
+  if (cutoff_ms <= 0 || first_ms <= cutoff_ms) return first_ms;
+  auto start = std::chrono::steady_clock::now();
+  kernel.run();
+  return std::min(first_ms, ms_since(start));
+}
+
 // Builds and checks one candidate; on failure `result.status` says why.
 // With `gated`, waits after building for the measurer's "go" line (its runs must not
 // overlap another worker's build).
@@ -51,16 +67,14 @@ MeasureResult build_and_verify(const TaskSpec& task, const TaskData& data, const
   } catch (const Error& e) {
     return {Status::BuildError, {}, 0, 0, e.what()};
   }
-  result.build_ms =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
+  result.build_ms = ms_since(start);
   if (notify) std::cout << encode_notice(WorkerNotice::kBuilt) << std::endl;
   std::string go;
   if (gated && !std::getline(std::cin, go)) std::exit(0);  // the measurer went away
   start = std::chrono::steady_clock::now();
   built.kernel->run();
   if (notify) std::cout << encode_notice(WorkerNotice::kFirstRunDone) << std::endl;
-  built.first_run_ms =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
+  built.first_run_ms = ms_since(start);
   Verdict verdict = verify(built.output, data.reference, data.shape.reduction_length);
   result.max_error = verdict.max_error;
   result.status = verdict.ok ? Status::Ok : Status::WrongResult;
@@ -79,14 +93,15 @@ std::vector<MeasureResult> answer(const WorkerRequest& request) {
     results.push_back(build_and_verify(request.task, data, request.candidates[i], built[i],
                                        request.timing.cutoff_ms > 0 || gated, gated));
     if (results.back().status != Status::Ok) continue;
-    double first = built[i].first_run_ms;
+    Kernel* kernel = built[i].kernel.get();
+    double first =
+        first_run_against_cutoff(*kernel, built[i].first_run_ms, request.timing.cutoff_ms);
     if (request.timing.cutoff_ms > 0 && first > request.timing.cutoff_ms) {
       results.back().timing = {first, first, 1};
       results.back().detail =
           "cut off: first run over " + std::to_string(request.timing.cutoff_ms) + " ms";
       continue;
     }
-    Kernel* kernel = built[i].kernel.get();
     runs.push_back([kernel] { kernel->run(); });
     if (cold_weights_wanted()) evictions.push_back([kernel] { kernel->evict_weights(); });
     timed.push_back(i);
