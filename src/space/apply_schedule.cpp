@@ -45,6 +45,18 @@ std::vector<int> unrolled_dims(const std::vector<int>& tile_dims,
   return dims;
 }
 
+// The dim and width the output stage stores along. The schedule's vector dim, except when
+// that is not the buffer's innermost dim: its vector stores would then be scatters, and a
+// fused residual's loads gathers (NCHW convolutions vectorized along output channels).
+// The output stage then stores along dim 0, one vector per register-tile row of 4-16
+// elements, reading the accumulator tile across (a gather from L1, not from memory).
+// ResNet-50's 64->256 1x1 convolution with its residual add at 56x56: 0.44 -> 0.39 ms
+// per step in the model on Zen 5.
+std::pair<int, int> store_vector(const OutputSchedule& s) {
+  if (s.vector_dim == 0 || s.tile2[0] < 4 || s.tile2[0] > 16) return {s.vector_dim, s.vector_width};
+  return {0, int(s.tile2[0])};
+}
+
 // The output's loop nest after tiling, kept to place other stages inside it.
 struct OutputLoops {
   LoopLevel cache_tile, register_tile;
@@ -110,16 +122,17 @@ OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s,
         .split(tile, mid[d], inner[d], static_cast<int>(s.tile2[d]), tail);
   }
   std::vector<size_t> fused = fused_dims(dims, s.parallel_loops, tails);
-  std::vector<int> tile_dims = register_tile_order(dims, s.vector_dim, s.tile2);
+  auto [store_dim, store_width] = store_vector(s);
+  std::vector<int> tile_dims = register_tile_order(dims, store_dim, s.tile2);
   std::vector<VarOrRVar> order;
   for (int d : tile_dims) order.push_back(inner[d]);
   for (auto& v : mid) order.push_back(v);
   for (size_t d = 0; d < dims - fused.size(); ++d) order.push_back(outer[d]);
   for (auto d = fused.rbegin(); d != fused.rend(); ++d) order.push_back(outer[*d]);
   out.reorder(order);
-  if (s.vector_width > 1) out.vectorize(inner[s.vector_dim], s.vector_width);
+  if (store_width > 1) out.vectorize(inner[store_dim], store_width);
   if (s.unroll) {
-    for (int d : unrolled_dims(tile_dims, s.tile2, s.vector_width)) out.unroll(inner[d]);
+    for (int d : unrolled_dims(tile_dims, s.tile2, store_width)) out.unroll(inner[d]);
   }
   Var tile_loop = outer[0];
   if (!fused.empty()) {
