@@ -136,6 +136,38 @@ TEST(ScheduleSpace, WholeRegisterTileVectorsUpTo16Lanes) {
             (std::vector<int64_t>{1, 2, 4, 8}));
 }
 
+// Schedules vectorized along output channels, whose NCHW stores go along each register
+// tile row instead (apply_schedule's store_vector): rows of 4 to 16 columns, odd ones
+// included, with a residual add read along the row and a last cache tile shifted inward.
+// All compute the reference result.
+TEST(ScheduleSpace, ChannelVectorizedOutputsStoreAlongRows) {
+  set_kernel_threads(1);
+  TaskSpec task = parse_task_spec("conv2d:c=8,h=6,w=28,k=32,r=1,s=1+bias+add+relu");
+  TaskShape shape = describe_task(task);
+  ScheduleSpace space(shape);
+  auto inputs = random_inputs(shape, 3);
+  Tensor reference = reference_output(task, inputs);
+  std::mt19937_64 rng(13);
+  size_t vector_dim = point_index(space, "out.vector_dim");
+  size_t tile1 = point_index(space, "out.tile1.d0"), tile2 = point_index(space, "out.tile2.d0");
+  for (auto [cache, row] : std::vector<std::pair<int64_t, int64_t>>{
+           {28, 4}, {28, 7}, {14, 14}, {16, 16}, {16, 8}, {8, 4}}) {
+    auto d = space.sample(rng);
+    d[tile1] = cache;
+    d[tile2] = row;
+    d = space.repair(d, tile2 + 1, rng);
+    d[vector_dim] = 2;  // k
+    d = space.repair(d, vector_dim + 1, rng);
+    ASSERT_TRUE(space.is_legal(d));
+    ASSERT_EQ(space.decode(d).output.vector_dim, 2);
+    ASSERT_EQ(space.decode(d).output.tile2[0], row);
+    Tensor output = Tensor::zeros(shape.output_shape);
+    build_kernel(task, {KernelMethod::Space, d}, inputs, output)->run();
+    Verdict v = verify(output, reference, shape.reduction_length);
+    EXPECT_TRUE(v.ok) << "rows of " << row << " in tiles of " << cache << ": " << v.message;
+  }
+}
+
 // Where a dense layer prefetches its packed weights, over sampled schedules: a trip of the
 // prefetched loop never reads more than kWeightPrefetchBytes of a panel when the register
 // tile sits inside the reduction, and each prefetch reaches about that far ahead. The
