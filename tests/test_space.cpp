@@ -136,8 +136,8 @@ TEST(ScheduleSpace, WholeRegisterTileVectorsUpTo16Lanes) {
             (std::vector<int64_t>{1, 2, 4, 8}));
 }
 
-// Schedules vectorized along output channels, whose NCHW stores go along each register
-// tile row instead (apply_schedule's store_vector): rows of 4 to 16 columns, odd ones
+// Schedules vectorized (wider than 1) along output channels, whose NCHW stores go along
+// each register-tile row instead (apply_schedule's store_vector): rows of 4 to 16 columns, odd ones
 // included, with a residual add read along the row and a last cache tile shifted inward.
 // All compute the reference result.
 TEST(ScheduleSpace, ChannelVectorizedOutputsStoreAlongRows) {
@@ -149,6 +149,9 @@ TEST(ScheduleSpace, ChannelVectorizedOutputsStoreAlongRows) {
   Tensor reference = reference_output(task, inputs);
   std::mt19937_64 rng(13);
   size_t vector_dim = point_index(space, "out.vector_dim");
+  size_t width = point_index(space, "out.vector_width");
+  size_t channels1 = point_index(space, "out.tile1.d2"),
+         channels2 = point_index(space, "out.tile2.d2");
   size_t tile1 = point_index(space, "out.tile1.d0"), tile2 = point_index(space, "out.tile2.d0");
   for (auto [cache, row] : std::vector<std::pair<int64_t, int64_t>>{
            {28, 4}, {28, 7}, {14, 14}, {16, 16}, {16, 8}, {8, 4}}) {
@@ -156,11 +159,20 @@ TEST(ScheduleSpace, ChannelVectorizedOutputsStoreAlongRows) {
     d[tile1] = cache;
     d[tile2] = row;
     d = space.repair(d, tile2 + 1, rng);
+    d[channels1] = 32;  // a register tile of 16 channels, so vectors along k fit
+    d[channels2] = 16;
+    d = space.repair(d, channels2 + 1, rng);
     d[vector_dim] = 2;  // k
     d = space.repair(d, vector_dim + 1, rng);
+    auto widths = space.legal_values(
+        width, std::vector<int64_t>(d.begin(), d.begin() + std::ptrdiff_t(width)));
+    d[width] = widths.back();  // the widest: width 1 keeps the old stores
+    d = space.repair(d, width + 1, rng);
     ASSERT_TRUE(space.is_legal(d));
-    ASSERT_EQ(space.decode(d).output.vector_dim, 2);
-    ASSERT_EQ(space.decode(d).output.tile2[0], row);
+    OutputSchedule out = space.decode(d).output;
+    ASSERT_EQ(out.vector_dim, 2);
+    ASSERT_GT(out.vector_width, 1);
+    ASSERT_EQ(out.tile2[0], row);
     Tensor output = Tensor::zeros(shape.output_shape);
     build_kernel(task, {KernelMethod::Space, d}, inputs, output)->run();
     Verdict v = verify(output, reference, shape.reduction_length);
