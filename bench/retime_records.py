@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """Re-times stored records whose timings a code change made stale, as JSON lines that
 `tlm records import FILE --replace` merges (a newer record of a stored schedule replaces
-the stored one; method, checkpoint and detail are kept).
+the stored one). Method and checkpoint are kept; `detail` is cleared, since the new timing
+is a whole one (a "cut off" note no longer holds).
 
   python3 bench/retime_records.py --db STORE --out retimed.jsonl --only rows
   tlm records import retimed.jsonl --db STORE --replace
 
 --only rows:    schedules whose output is vectorized (width > 1) along a dim other than
-                its innermost, with a register-tile row (out.tile2.d0) of 4-16: since session 38 their
-                output stores go along that row (space/apply_schedule.cpp, store_vector)
+                its innermost, with a register-tile row (out.tile2.d0) of 4-16: since
+                session 38 their output stores go along that row (store_vector in
+                space/apply_schedule.cpp)
 --only cutoff:  records cut off after one run (`runs` 1, "cut off" in `detail`)
-Only the warm records of `--hardware`, which must be this machine's. Resumable: schedules already in --out are skipped. Shows
-progress and an ETA on stderr.
+Only the warm records of `--hardware`, which must be this machine's. Resumable: schedules
+already in --out are skipped. Shows progress and an ETA on stderr.
 """
 import argparse
 import json
@@ -73,7 +75,7 @@ def retime(record, decisions):
     out = dict(record)
     out["decisions"] = decisions
     out["median_ms"], out["min_ms"] = float(found.group(1)), float(found.group(2))
-    out["runs"], out["created"] = int(found.group(3)), time.time()
+    out["runs"], out["created"], out["detail"] = int(found.group(3)), time.time(), ""
     return out
 
 
@@ -87,11 +89,13 @@ def main():
     ap.add_argument("--hardware", required=True,
                     help="this machine's fingerprint, as its records in the store carry it")
     a = ap.parse_args()
-    hardware = a.hardware
-    db = sqlite3.connect(f"file:{a.db}?mode=ro", uri=True)
-    db.row_factory = sqlite3.Row
-    rows = db.execute("SELECT * FROM records WHERE hardware = ? AND status = 'ok' "
-                      "ORDER BY task_key, median_ms", (hardware,)).fetchall()
+    try:
+        db = sqlite3.connect(f"file:{a.db}?mode=ro", uri=True)
+        db.row_factory = sqlite3.Row
+        rows = db.execute("SELECT * FROM records WHERE hardware = ? AND status = 'ok' "
+                          "ORDER BY task_key, median_ms", (a.hardware,)).fetchall()
+    except sqlite3.Error as e:
+        sys.exit(f"retime_records: cannot read records from {a.db}: {e}")
     done = set()
     try:
         with open(a.out) as f:
@@ -100,7 +104,8 @@ def main():
                 done.add((r["task_key"], tuple(r["decisions"])))
     except FileNotFoundError:
         pass
-    todo = [(dict(r), d) for r, d in selected(rows, a.only, a.kinds and a.kinds.split(","), a.per_task)
+    kinds = a.kinds.split(",") if a.kinds else None
+    todo = [(dict(r), d) for r, d in selected(rows, a.only, kinds, a.per_task)
             if (r["task_key"], tuple(d)) not in done]
     print(f"retime_records: {len(todo)} records to time ({len(done)} already in {a.out})",
           file=sys.stderr)
