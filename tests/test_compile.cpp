@@ -101,12 +101,14 @@ TEST(Compile, AlignedBuffersStartOnACacheLineAndLargeOnesOnAHugePage) {
 
 Plan expect_compiled_matches_interpreter(const std::string& name, const ZooOptions& zoo,
                                          const std::string& strategy = "reference",
-                                         int64_t activation_block = 0) {
+                                         int64_t activation_block = 0, bool batch_split = true) {
   Graph graph = build_zoo_model(name, zoo);
   Weights weights = draw_weights(graph);
-  std::string dir = fresh_dir(name + strategy + std::to_string(activation_block));
+  std::string dir = fresh_dir(name + strategy + std::to_string(activation_block) +
+                              std::to_string(zoo.batch) + std::to_string(batch_split));
   CompileOptions options = test_options(dir, strategy_named(strategy));
   options.activation_block = activation_block;
+  options.batch_split = batch_split;
   std::unique_ptr<RecordStore> store;
   if (strategy == "store") {
     store = std::make_unique<RecordStore>(dir + ".db");
@@ -157,6 +159,12 @@ TEST(Compile, ResNet50WithRandomSpaceSchedulesMatchesTheInterpreter) {
   ZooOptions small;
   small.image = 32;
   expect_compiled_matches_interpreter("resnet50", small, "store");
+}
+
+int tasks_with(const Plan& plan, const std::string& fragment) {
+  int n = 0;
+  for (const auto& t : plan.tasks) n += t.spec.find(fragment) != std::string::npos;
+  return n;
 }
 
 // Activations kept in blocks of channels between convolutions (16 where it divides the
@@ -780,7 +788,12 @@ TEST(Compile, EditedPlansAreRefusedBeforeAnythingRuns) {
       {"perm of another rank", [&](Plan& p) { add_transpose(p, kernel, BadTranspose::EmptyPerm); }},
       {"not a permutation", [&](Plan& p) { add_transpose(p, kernel, BadTranspose::RepeatedAxis); }},
       {"writes a tensor of another size",
-       [&](Plan& p) { add_transpose(p, kernel, BadTranspose::OtherSize); }}};
+       [&](Plan& p) { add_transpose(p, kernel, BadTranspose::OtherSize); }},
+      {"slices and sliced_steps", [](Plan& p) { p.sliced_steps = 1; }},
+      {"slices and sliced_steps", [](Plan& p) { p.slices = 0; }},
+      {"one image per slice", [&](Plan& p) {
+         for (auto& t : p.tensors) t.sliced = t.sliced || t.kind == TensorKind::Weight;
+       }}};
   for (const auto& [fragment, edit] : edits) {
     Plan plan = good;
     edit(plan);
@@ -802,6 +815,51 @@ TEST(Compile, EditedPlansAreRefusedBeforeAnythingRuns) {
   EXPECT_EQ(load_error(dir), "");
   EXPECT_NE(load_error(dir, "other-hardware").find("compiled for test-hardware"),
             std::string::npos);
+}
+
+// At batch 3 ResNet-50's first layers (Winograd convolutions among them) run image by
+// image on batch-1 kernels, the rest on the whole batch, and the model computes what the
+// interpreter does; --no-batch-split runs every layer batched.
+TEST(BatchSplit, ResNet50RunsItsFirstLayersPerImageAndMatchesTheInterpreter) {
+  ZooOptions three;
+  three.image = 64;
+  three.batch = 3;
+  Plan split = expect_compiled_matches_interpreter("resnet50", three);
+  EXPECT_EQ(split.slices, 3);
+  EXPECT_GT(split.sliced_steps, 10);
+  EXPECT_LT(size_t(split.sliced_steps), split.steps.size());
+  EXPECT_GT(tasks_with(split, "winograd_in:n=1,"), 0);
+  EXPECT_GT(tasks_with(split, "conv2d:n=1,"), 5);
+  EXPECT_GT(tasks_with(split, "conv2d:n=3,"), 5);
+  int sliced = 0;
+  for (const auto& t : split.tensors) sliced += t.sliced;
+  EXPECT_GT(sliced, 1);  // the input and what crosses the cut
+  Plan whole = expect_compiled_matches_interpreter("resnet50", three, "reference", 0, false);
+  EXPECT_EQ(whole.slices, 1);
+  EXPECT_EQ(whole.sliced_steps, 0);
+  EXPECT_EQ(tasks_with(whole, ":n=1,"), 0);
+  // A sliced tensor the plan says holds one image, or a per-image step that is a layout
+  // step, is refused at load.
+  std::string dir = compile_dir("resnet50reference031"), path = dir + "/plan.json";
+  int crossing = -1;
+  for (size_t t = 0; t < split.tensors.size(); ++t)
+    if (split.tensors[t].sliced && split.tensors[t].kind == TensorKind::Activation)
+      crossing = int(t);
+  ASSERT_GE(crossing, 0);
+  std::vector<std::function<void(Plan&)>> edits = {
+      [&](Plan& p) { p.tensors[size_t(crossing)].sliced = false; },
+      [&](Plan& p) { p.steps[0].kind = StepKind::Transpose; },
+      [&](Plan& p) { p.sliced_steps = int(p.steps.size()) + 1; }};
+  for (const auto& edit : edits) {
+    Plan plan = split;
+    edit(plan);
+    write_plan(path, plan);
+    std::string error = load_error(dir);
+    EXPECT_NE(error, "");
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  write_plan(path, split);
+  EXPECT_EQ(load_error(dir), "");
 }
 
 // model.so and weights.bin must be what the compiler wrote: cut short, edited or replaced

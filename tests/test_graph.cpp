@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "graph/batch_split.h"
 #include "graph/interpreter.h"
 #include "graph/partition.h"
 #include "graph/patterns.h"
@@ -69,6 +70,44 @@ void expect_full_cover(const Graph& g, const Partition& p) {
   EXPECT_EQ(layout, p.layout.size());
   EXPECT_EQ(unsupported, p.unsupported.size());
   EXPECT_EQ(covered + layout + unsupported, g.nodes().size());
+}
+
+// The cut: ResNet-50 at batch 4 runs its stem and first stages per image (whose
+// activations outweigh their weights), every per-image shape one image of the batched
+// one; a transformer (its embedding gathers rows of a table, mixing nothing but not a
+// convolution) and any model at batch 1 are not split.
+TEST(BatchSplit, CutsWhereActivationsOutweighWeights) {
+  ZooOptions four;
+  four.batch = 4;
+  four.image = 112;
+  Graph resnet = build_zoo_model("resnet50", four);
+  WeightedGraph prepared = prepare_graph(resnet, {});
+  BatchSplit split = plan_batch_split(prepared.graph, {}, partition_graph(prepared.graph));
+  ASSERT_EQ(split.batch, 4) << split.why;
+  EXPECT_GT(split.prefix_nodes, 10u);
+  EXPECT_LT(split.prefix_nodes, prepared.graph.nodes().size() / 2);
+  const Graph& one = split.per_image.graph;
+  EXPECT_EQ(one.nodes().size(), split.prefix_nodes);
+  ASSERT_EQ(split.full_tensor.size(), one.tensors().size());
+  for (int t : one.inputs()) EXPECT_EQ(one.shape(t)[0], 1);
+  EXPECT_FALSE(one.outputs().empty());
+  for (int t : one.outputs()) {
+    Shape batched = prepared.graph.shape(split.full_tensor[size_t(t)]);
+    batched[0] = 1;
+    EXPECT_EQ(one.shape(t), batched);
+  }
+  ZooOptions bert_options;
+  bert_options.batch = 2;
+  bert_options.seq = 16;
+  bert_options.layers = 1;
+  Graph bert = build_zoo_model("bert-base", bert_options);
+  WeightedGraph bert_prepared = prepare_graph(bert, {});
+  EXPECT_EQ(plan_batch_split(bert_prepared.graph, {}, partition_graph(bert_prepared.graph)).batch,
+            1);
+  Graph single = build_zoo_model("resnet50", ZooOptions{});
+  WeightedGraph single_prepared = prepare_graph(single, {});
+  EXPECT_EQ(plan_batch_split(single_prepared.graph, {}, partition_graph(single_prepared.graph)).why,
+            "batch 1");
 }
 
 TEST(Partition, ResNet50FusesBatchNormResidualAndRelu) {

@@ -77,6 +77,9 @@ void add_compile_options(CLI::App* command, CompileFlags& f) {
   command->add_flag("--winograd,!--no-winograd", f.options.winograd,
                     "3x3 convolutions (stride 1, NCHW) as Winograd F(4x4) or F(2x2) where it pays "
                     "(default; --no-winograd: every convolution direct)");
+  command->add_flag("--batch-split,!--no-batch-split", f.options.batch_split,
+                    "run a batched model's leading layers image by image where that pays "
+                    "(default; --no-batch-split: every layer on the whole batch)");
   add_model_options(command, f.model_options);
 }
 

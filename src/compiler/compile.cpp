@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "compiler/layout_choice.h"
+#include "graph/batch_split.h"
 #include "graph/partition.h"
 #include "graph/rewrites.h"
 #include "measure/kernel.h"
@@ -171,12 +172,14 @@ struct PlanBuilder {
   }
 };
 
-// Steps in an order where every step's inputs exist before it runs.
-std::vector<PlanStep> dependency_order(std::vector<PlanStep> steps, const Plan& plan) {
+// Steps in an order where every step's inputs exist before it runs (after `before`).
+std::vector<PlanStep> dependency_order(std::vector<PlanStep> steps, const Plan& plan,
+                                       const std::vector<PlanStep>& before = {}) {
   std::vector<bool> ready(plan.tensors.size(), false);
   for (size_t t = 0; t < plan.tensors.size(); ++t)
     ready[t] =
         plan.tensors[t].kind == TensorKind::Input || plan.tensors[t].kind == TensorKind::Weight;
+  for (const auto& step : before) ready[step.output] = true;
   auto available = [&](int t) {
     while (plan.tensors[t].kind == TensorKind::View) t = plan.tensors[t].view_of;
     return bool(ready[t]);
@@ -246,6 +249,75 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
   return steps;
 }
 
+// The per-image graph's tasks (over the prepared graph's tensors: its nodes are the
+// prepared graph's first ones, in order) and then those of the nodes after the cut; how
+// many are per image. 0, and the split undone, when a tensor that crosses the cut would
+// be fused away in the per-image graph.
+size_t take_per_image_tasks(Partition& p, BatchSplit& split) {
+  Partition per_image = partition_graph(split.per_image.graph);
+  std::set<int> written;
+  for (const auto& use : per_image.tasks)
+    for (const auto& o : use.occurrences) written.insert(o.output);
+  for (int t : split.per_image.graph.outputs())
+    if (!written.count(t) || !per_image.unsupported.empty()) {
+      split = BatchSplit{};
+      split.why = "none (the per-image graph's tasks differ)";
+      return 0;
+    }
+  auto full = [&](int t) { return split.full_tensor.at(size_t(t)); };
+  std::vector<TaskUse> tasks;
+  for (auto use : per_image.tasks) {
+    for (auto& o : use.occurrences) {
+      for (int& t : o.inputs) t = full(t);
+      o.output = full(o.output);
+    }
+    tasks.push_back(use);
+  }
+  size_t first = tasks.size();
+  std::vector<int> renumber(p.tasks.size(), -1);
+  for (size_t i = 0; i < p.tasks.size(); ++i) {
+    TaskUse later = p.tasks[i];
+    later.occurrences.clear();
+    for (const auto& o : p.tasks[i].occurrences)
+      if (size_t(o.anchor) >= split.prefix_nodes) later.occurrences.push_back(o);
+    later.count = int(later.occurrences.size());
+    if (later.count == 0) continue;
+    renumber[i] = int(tasks.size());
+    tasks.push_back(later);
+  }
+  for (size_t n = 0; n < p.node_task.size(); ++n)
+    p.node_task[n] = n < split.prefix_nodes ? per_image.node_task[n]
+                     : p.node_task[n] < 0   ? -1
+                                            : renumber[size_t(p.node_task[n])];
+  p.tasks = std::move(tasks);
+  return first;
+}
+
+// Marks the tensors the first `per_image_steps` steps read or write whole-batch (the
+// per-image graph's inputs and outputs) as sliced and gives the others one image's shape.
+void mark_slices(Plan& plan, const BatchSplit& split, size_t per_image_steps) {
+  const Graph& g = split.per_image.graph;
+  std::map<int, int> per_image;  // full tensor -> per-image tensor
+  for (size_t t = 0; t < split.full_tensor.size(); ++t) per_image[split.full_tensor[t]] = int(t);
+  std::set<int> whole;
+  for (int t : g.inputs()) whole.insert(split.full_tensor[size_t(t)]);
+  for (int t : g.outputs()) whole.insert(split.full_tensor[size_t(t)]);
+  for (size_t s = 0; s < per_image_steps; ++s) {
+    std::vector<int> touched = plan.steps[s].inputs;
+    touched.push_back(plan.steps[s].output);
+    for (int t : touched) {
+      PlanTensor& tensor = plan.tensors[size_t(t)];
+      if (tensor.kind == TensorKind::Weight) continue;
+      if (whole.count(t))
+        tensor.sliced = true;
+      else
+        tensor.shape = g.shape(per_image.at(t));
+    }
+  }
+  plan.slices = split.batch;
+  plan.sliced_steps = int(per_image_steps);
+}
+
 // Every task of the layouts, each once (for measuring them all before choosing).
 std::vector<TaskUse> tasks_of(const std::vector<LayoutCandidate>& candidates) {
   std::vector<TaskUse> tasks;
@@ -295,6 +367,15 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
   WeightedGraph folded = std::move(candidates[layout.candidate].prepared);
   Partition p = std::move(candidates[layout.candidate].partition);
   candidates.clear();
+  BatchSplit split;
+  if (o.batch_split) split = plan_batch_split(folded.graph, folded.weights, p);
+  size_t per_image_tasks = split.batch > 1 ? take_per_image_tasks(p, split) : 0;
+  if (o.progress) std::fprintf(stderr, "batch split: %s\n", split.why.c_str());
+  if (per_image_tasks > 0 && o.trials_per_task > 0) {
+    std::vector<TaskUse> per_image(p.tasks.begin(), p.tasks.begin() + long(per_image_tasks));
+    TaskTuneOptions tune{o.trials_per_task, 8, o.hardware, o.progress};
+    measure_seconds += tune_tasks(per_image, *measurer, *store, model, tune).seconds;
+  }
   PlanBuilder b{folded.graph, {}, {}, {}, {}, {}};
   b.plan.model = graph.name();
   b.plan.hardware = o.hardware;
@@ -310,7 +391,13 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
   double build_seconds = seconds_since(start);
   b.add_tensors(folded.weights);
   auto steps = make_steps(folded.graph, p, b);
-  b.plan.steps = dependency_order(steps, b.plan);
+  size_t per_image_steps = 0;  // make_steps lists them first, task by task
+  for (size_t i = 0; i < per_image_tasks; ++i) per_image_steps += p.tasks[i].occurrences.size();
+  b.plan.steps = dependency_order({steps.begin(), steps.begin() + long(per_image_steps)}, b.plan);
+  auto later =
+      dependency_order({steps.begin() + long(per_image_steps), steps.end()}, b.plan, b.plan.steps);
+  b.plan.steps.insert(b.plan.steps.end(), later.begin(), later.end());
+  if (per_image_steps > 0) mark_slices(b.plan, split, per_image_steps);
   b.plan.inputs = folded.graph.inputs();
   b.plan.outputs = folded.graph.outputs();
   for (size_t i = 0; i < b.plan.outputs.size(); ++i)

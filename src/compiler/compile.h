@@ -44,6 +44,9 @@ struct CompileOptions {
   // 3x3 convolutions (stride 1, NCHW) as Winograd F(4x4) or F(2x2) where graph/rewrites.h
   // finds it pays (ops/winograd.h); false: every convolution direct.
   bool winograd = true;
+  // A batched model's leading layers run image by image where graph/batch_split.h finds
+  // it pays (their activations then stay cached from layer to layer); false: never.
+  bool batch_split = true;
 };
 
 // The kernel a plan's task was built with: its schedule from the space, or the named

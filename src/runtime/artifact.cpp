@@ -50,7 +50,8 @@ void write_plan(const std::string& path, const Plan& plan) {
                             {"dtype", t.dtype},
                             {"view_of", t.view_of},
                             {"weight_offset", t.weight_offset},
-                            {"arena_offset", t.arena_offset}});
+                            {"arena_offset", t.arena_offset},
+                            {"sliced", t.sliced}});
   for (const auto& s : plan.steps)
     j["steps"].push_back({{"kind", step_kind_name(s.kind)},
                           {"function", s.function},
@@ -64,6 +65,8 @@ void write_plan(const std::string& path, const Plan& plan) {
   j["inputs"] = plan.inputs;
   j["outputs"] = plan.outputs;
   j["arena_floats"] = plan.arena_floats;
+  j["slices"] = plan.slices;
+  j["sliced_steps"] = plan.sliced_steps;
   for (const auto& t : plan.tasks)
     j["tasks"].push_back({{"spec", t.spec},
                           {"strategy", t.strategy},
@@ -96,6 +99,7 @@ Plan read_plan(const std::string& path) {
       pt.view_of = t.at("view_of").get<int>();
       pt.weight_offset = t.at("weight_offset").get<int64_t>();
       pt.arena_offset = t.at("arena_offset").get<int64_t>();
+      pt.sliced = t.value("sliced", false);
       plan.tensors.push_back(pt);
     }
     for (const auto& s : j.at("steps")) {
@@ -115,6 +119,8 @@ Plan read_plan(const std::string& path) {
     plan.inputs = j.at("inputs").get<std::vector<int>>();
     plan.outputs = j.at("outputs").get<std::vector<int>>();
     plan.arena_floats = j.at("arena_floats").get<int64_t>();
+    plan.slices = j.value("slices", int64_t(1));
+    plan.sliced_steps = j.value("sliced_steps", 0);
     for (const auto& t : j.value("tasks", Json::array())) {
       PlanTask pt;
       pt.spec = t.at("spec").get<std::string>();

@@ -28,6 +28,9 @@ struct PlanTensor {
   int64_t weight_offset = 0;      // weight: offset in weights.bin, in floats
   int64_t arena_offset = 0;       // activation: offset in the activation arena, in floats
   std::string dtype = "float32";  // input: the element type callers give (held as float32)
+  // Read or written image by image by the plan's first sliced_steps (graph/batch_split.h):
+  // image i is the i-th of `slices` equal, contiguous parts (the batch is dim 0).
+  bool sliced = false;
 };
 
 struct PlanStep {
@@ -64,6 +67,10 @@ struct Plan {
   std::vector<PlanStep> steps;
   std::vector<int> inputs, outputs;
   int64_t arena_floats = 0;  // every activation lives in one arena (memory_plan.h)
+  // The first sliced_steps steps run once per image, `slices` times, on each sliced
+  // tensor's i-th part (their other activations hold one image); the rest run once.
+  int64_t slices = 1;
+  int sliced_steps = 0;
   std::vector<PlanTask> tasks;
   std::vector<std::pair<std::string, double>> compile_seconds;  // phase -> seconds
 };

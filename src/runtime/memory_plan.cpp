@@ -38,6 +38,11 @@ std::vector<Lifetime> lifetimes(const Plan& plan) {
     out.last = std::max(out.last, s);
   }
   for (int t : plan.outputs) life[root_of(plan, t)].last = end;
+  // A sliced tensor is written by every image's pass over the first steps: it lives from
+  // the first image's first step on.
+  for (size_t t = 0; t < plan.tensors.size(); ++t)
+    if (plan.tensors[t].sliced && life[t].first >= 0 && life[t].first < plan.sliced_steps)
+      life[t].first = 0;
   for (auto& l : life)
     if (l.first < 0) l.first = 0, l.last = end;  // never written: keep it whole-run
   return life;

@@ -2,7 +2,8 @@
 // memory stays near its largest live set instead of the sum of all its activations.
 //
 // A tensor is live from the step that writes it to the last step that reads it (reads
-// through a view count for the tensor viewed; model outputs live to the end). Tensors
+// through a view count for the tensor viewed; model outputs live to the end; a sliced
+// tensor the per-image steps write, from the first step: every image writes it). Tensors
 // are placed largest first, each at the lowest 64-byte-aligned offset that overlaps no
 // placed tensor live at the same time, so a step never reads and writes the same bytes.
 // A model output that is an activation of its own (not a view) takes no arena space: the

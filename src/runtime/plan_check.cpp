@@ -96,7 +96,9 @@ void check_tensors(const Plan& plan, size_t weight_floats) {
                 " is not what its activations need");
 }
 
-void check_kernel_step(const Plan& plan, const PlanStep& step, const std::string& where) {
+// Per-image steps see one image of a sliced tensor.
+void check_kernel_step(const Plan& plan, const PlanStep& step, const std::string& where,
+                       bool per_image) {
   if (step.function.empty() ||
       step.function.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != std::string::npos)
@@ -105,7 +107,9 @@ void check_kernel_step(const Plan& plan, const PlanStep& step, const std::string
   for (size_t k = 0; k < step.shapes.size(); ++k) {
     int t = k < step.inputs.size() ? step.inputs[k] : step.output;
     check_shape(step.shapes[k], "a buffer of " + where.substr(6));
-    if (element_count(step.shapes[k]) != element_count(plan.tensors[size_t(t)].shape))
+    const PlanTensor& tensor = plan.tensors[size_t(root_of(plan, t))];
+    int64_t parts = per_image && tensor.sliced ? plan.slices : 1;
+    if (element_count(step.shapes[k]) * parts != element_count(plan.tensors[size_t(t)].shape))
       throw Error(where + " sees a tensor with another size");
   }
 }
@@ -143,12 +147,44 @@ void check_steps(const Plan& plan) {
         throw Error(where + " reads '" + plan.tensors[size_t(t)].name +
                     "' before anything writes it");
     }
+    bool per_image = int(s) < plan.sliced_steps;
     if (step.kind == StepKind::Kernel)
-      check_kernel_step(plan, step, where);
+      check_kernel_step(plan, step, where, per_image);
+    else if (per_image)
+      throw Error(where + " is a layout step among the per-image steps");
     else
       check_transpose_step(plan, step, where);
     written[size_t(root_of(plan, step.output))] = true;
   }
+}
+
+// The per-image steps (artifact.h): sliced tensors hold the batch in dim 0; what those
+// steps write and anything after them reads is sliced, else it would hold the last
+// image only.
+void check_slice_counts(const Plan& plan) {
+  if (plan.slices < 1 || plan.slices >= kMaxExtent || plan.sliced_steps < 0 ||
+      size_t(plan.sliced_steps) > plan.steps.size() || (plan.sliced_steps > 0) != (plan.slices > 1))
+    throw Error("plan: slices and sliced_steps are out of range");
+}
+
+void check_slices(const Plan& plan) {
+  for (const auto& t : plan.tensors)
+    if (t.sliced && (t.kind == TensorKind::View || t.kind == TensorKind::Weight ||
+                     t.kind == TensorKind::Fused || t.shape.empty() || t.shape[0] != plan.slices))
+      throw Error("plan: sliced tensor '" + t.name + "' does not hold one image per slice");
+  std::vector<bool> per_image_only(plan.tensors.size(), false);
+  for (int s = 0; s < plan.sliced_steps; ++s) {
+    int out = root_of(plan, plan.steps[size_t(s)].output);
+    per_image_only[size_t(out)] = !plan.tensors[size_t(out)].sliced;
+  }
+  auto check_read = [&](int t) {
+    if (per_image_only[size_t(root_of(plan, t))])
+      throw Error("plan: '" + plan.tensors[size_t(t)].name +
+                  "' holds one image but is read after the per-image steps");
+  };
+  for (size_t s = size_t(plan.sliced_steps); s < plan.steps.size(); ++s)
+    for (int t : plan.steps[s].inputs) check_read(t);
+  for (int t : plan.outputs) check_read(t);
 }
 
 }  // namespace
@@ -192,7 +228,9 @@ void check_artifact_file(const std::string& dir, const Plan& plan, const Artifac
 
 void check_plan(const Plan& plan, size_t weight_floats) {
   check_tensors(plan, weight_floats);
+  check_slice_counts(plan);
   check_steps(plan);
+  check_slices(plan);
 }
 
 }  // namespace tlm

@@ -127,12 +127,13 @@ CompiledModel::~CompiledModel() {
 float* CompiledModel::data(int tensor, const RunMemory& memory) const {
   const PlanTensor& t = plan_.tensors[tensor];
   if (t.kind == TensorKind::View) return data(t.view_of, memory);
+  int64_t skip = t.sliced ? memory.slice * (element_count(t.shape) / plan_.slices) : 0;
   if (t.kind == TensorKind::Activation)
-    return output_slot_[tensor] >= 0 ? memory.outputs[output_slot_[tensor]]
-                                     : memory.arena + t.arena_offset;
+    return skip + (output_slot_[tensor] >= 0 ? memory.outputs[output_slot_[tensor]]
+                                             : memory.arena + t.arena_offset);
   // Weights and inputs are only read: no step writes them (plan_check.h).
   if (t.kind == TensorKind::Weight) return const_cast<float*>(weights_.data()) + t.weight_offset;
-  return const_cast<float*>(memory.inputs[input_slot_[tensor]]);
+  return const_cast<float*>(memory.inputs[input_slot_[tensor]]) + skip;
 }
 
 void CompiledModel::run_step(const PlanStep& step, const RunMemory& memory) const {
@@ -152,6 +153,16 @@ void CompiledModel::run_step(const PlanStep& step, const RunMemory& memory) cons
   last_kernel_error.clear();
   if (functions_[index](args.data()) != 0)
     throw Error("kernel " + step.function + " (" + step.task + ") failed: " + last_kernel_error);
+}
+
+void CompiledModel::run_timed(const PlanStep& step, const RunMemory& memory,
+                              std::vector<StepTiming>* timings) const {
+  auto start = std::chrono::steady_clock::now();
+  run_step(step, memory);
+  if (!timings) return;
+  std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
+  timings->push_back(
+      {step.kind == StepKind::Kernel ? step.task : step_kind_name(step.kind), ms.count()});
 }
 
 std::unique_ptr<CompiledModel::Arena> CompiledModel::take_arena() const {
@@ -179,14 +190,12 @@ void CompiledModel::run(const float* const* inputs, float* const* outputs,
     ~Lease() { model.give_back(std::move(arena)); }
   } lease{*this, take_arena()};
   RunMemory memory{lease.arena->data(), inputs, outputs};
-  for (const auto& step : plan_.steps) {
-    auto start = std::chrono::steady_clock::now();
-    run_step(step, memory);
-    if (!timings) continue;
-    std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
-    timings->push_back(
-        {step.kind == StepKind::Kernel ? step.task : step_kind_name(step.kind), ms.count()});
-  }
+  size_t per_image = size_t(plan_.sliced_steps);
+  for (memory.slice = 0; memory.slice < plan_.slices && per_image > 0; ++memory.slice)
+    for (size_t s = 0; s < per_image; ++s) run_timed(plan_.steps[s], memory, timings);
+  memory.slice = 0;
+  for (size_t s = per_image; s < plan_.steps.size(); ++s)
+    run_timed(plan_.steps[s], memory, timings);
   for (size_t o = 0; o < plan_.outputs.size(); ++o) {
     int t = plan_.outputs[o];
     if (output_slot_[t] == int(o)) continue;  // computed in place

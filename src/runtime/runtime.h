@@ -1,7 +1,8 @@
 // Runtime: loads a compiled model (artifact.h) and runs it. Kernels are called through
 // the `_argv` entry points Halide exports, with buffers describing the plan's tensors;
-// views share their tensor's memory, transposes are copies. Activations live in one
-// arena laid out by the plan (memory_plan.h); inputs are read where the caller holds them.
+// views share their tensor's memory, transposes are copies. A plan's per-image steps
+// (graph/batch_split.h) run once per image, each time on that image's slices. Activations live in
+// one arena laid out by the plan (memory_plan.h); inputs are read where the caller holds them.
 //
 // A loaded model is immutable: runs may come from several threads at once, each on an
 // arena of its own taken from a small pool (one is made at load; a run that finds none
@@ -52,14 +53,18 @@ class CompiledModel {
 
  private:
   using Arena = AlignedFloats;  // 64-byte aligned, as are the plan's offsets in it
-  // The memory one run sees: its arena and the caller's inputs and outputs.
+  // The memory one run sees: its arena and the caller's inputs and outputs, and the image
+  // whose slice of the sliced tensors the per-image steps see (artifact.h).
   struct RunMemory {
     float* arena;
     const float* const* inputs;
     float* const* outputs;
+    int64_t slice = 0;
   };
   CompiledModel() = default;
   void run_step(const PlanStep& step, const RunMemory& memory) const;
+  void run_timed(const PlanStep& step, const RunMemory& memory,
+                 std::vector<StepTiming>* timings) const;
   float* data(int tensor, const RunMemory& memory) const;
   std::unique_ptr<Arena> take_arena() const;
   void give_back(std::unique_ptr<Arena> arena) const;
