@@ -82,11 +82,11 @@ TEST(BatchSplit, CutsWhereActivationsOutweighWeights) {
   four.image = 112;
   Graph resnet = build_zoo_model("resnet50", four);
   WeightedGraph prepared = prepare_graph(resnet, {});
-  BatchSplit split = plan_batch_split(prepared.graph, {}, partition_graph(prepared.graph));
+  BatchSplit split = plan_batch_split(prepared.graph, partition_graph(prepared.graph));
   ASSERT_EQ(split.batch, 4) << split.why;
   EXPECT_GT(split.prefix_nodes, 10u);
   EXPECT_LT(split.prefix_nodes, prepared.graph.nodes().size() / 2);
-  const Graph& one = split.per_image.graph;
+  const Graph& one = split.per_image;
   EXPECT_EQ(one.nodes().size(), split.prefix_nodes);
   ASSERT_EQ(split.full_tensor.size(), one.tensors().size());
   for (int t : one.inputs()) EXPECT_EQ(one.shape(t)[0], 1);
@@ -102,12 +102,11 @@ TEST(BatchSplit, CutsWhereActivationsOutweighWeights) {
   bert_options.layers = 1;
   Graph bert = build_zoo_model("bert-base", bert_options);
   WeightedGraph bert_prepared = prepare_graph(bert, {});
-  EXPECT_EQ(plan_batch_split(bert_prepared.graph, {}, partition_graph(bert_prepared.graph)).batch,
-            1);
+  EXPECT_EQ(plan_batch_split(bert_prepared.graph, partition_graph(bert_prepared.graph)).batch, 1);
   Graph single = build_zoo_model("resnet50", ZooOptions{});
   WeightedGraph single_prepared = prepare_graph(single, {});
-  EXPECT_EQ(plan_batch_split(single_prepared.graph, {}, partition_graph(single_prepared.graph)).why,
-            "batch 1");
+  EXPECT_EQ(plan_batch_split(single_prepared.graph, partition_graph(single_prepared.graph)).why,
+            "none (batch 1)");
 }
 
 TEST(Partition, ResNet50FusesBatchNormResidualAndRelu) {

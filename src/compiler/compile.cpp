@@ -254,11 +254,11 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
 // many are per image. 0, and the split undone, when a tensor that crosses the cut would
 // be fused away in the per-image graph.
 size_t take_per_image_tasks(Partition& p, BatchSplit& split) {
-  Partition per_image = partition_graph(split.per_image.graph);
+  Partition per_image = partition_graph(split.per_image);
   std::set<int> written;
   for (const auto& use : per_image.tasks)
     for (const auto& o : use.occurrences) written.insert(o.output);
-  for (int t : split.per_image.graph.outputs())
+  for (int t : split.per_image.outputs())
     if (!written.count(t) || !per_image.unsupported.empty()) {
       split = BatchSplit{};
       split.why = "none (the per-image graph's tasks differ)";
@@ -267,6 +267,7 @@ size_t take_per_image_tasks(Partition& p, BatchSplit& split) {
   auto full = [&](int t) { return split.full_tensor.at(size_t(t)); };
   std::vector<TaskUse> tasks;
   for (auto use : per_image.tasks) {
+    use.count *= int(split.batch);  // runs per inference
     for (auto& o : use.occurrences) {
       for (int& t : o.inputs) t = full(t);
       o.output = full(o.output);
@@ -296,7 +297,7 @@ size_t take_per_image_tasks(Partition& p, BatchSplit& split) {
 // Marks the tensors the first `per_image_steps` steps read or write whole-batch (the
 // per-image graph's inputs and outputs) as sliced and gives the others one image's shape.
 void mark_slices(Plan& plan, const BatchSplit& split, size_t per_image_steps) {
-  const Graph& g = split.per_image.graph;
+  const Graph& g = split.per_image;
   std::map<int, int> per_image;  // full tensor -> per-image tensor
   for (size_t t = 0; t < split.full_tensor.size(); ++t) per_image[split.full_tensor[t]] = int(t);
   std::set<int> whole;
@@ -316,6 +317,25 @@ void mark_slices(Plan& plan, const BatchSplit& split, size_t per_image_steps) {
   }
   plan.slices = split.batch;
   plan.sliced_steps = int(per_image_steps);
+}
+
+// Each layout's batch split, its per-image tasks put first in the layout's partition, so
+// measuring and pricing the layouts see the tasks that will run.
+struct SplitLayout {
+  BatchSplit split;
+  size_t per_image_tasks = 0;
+};
+std::vector<SplitLayout> split_batches(std::vector<LayoutCandidate>& candidates, bool enabled) {
+  std::vector<SplitLayout> splits(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    SplitLayout& s = splits[i];
+    s.split.why = "off";
+    if (!enabled) continue;
+    s.split = plan_batch_split(candidates[i].prepared.graph, candidates[i].partition);
+    if (s.split.batch > 1)
+      s.per_image_tasks = take_per_image_tasks(candidates[i].partition, s.split);
+  }
+  return splits;
 }
 
 // Every task of the layouts, each once (for measuring them all before choosing).
@@ -355,6 +375,7 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
   if (!unsupported.empty())
     throw Error("compile: " + std::to_string(unsupported.size()) +
                 " nodes have no task yet, e.g. " + unsupported.front());
+  auto splits = split_batches(candidates, o.batch_split);
   double graph_seconds = seconds_since(start);
   double measure_seconds = 0;
   if (o.trials_per_task > 0) {
@@ -367,15 +388,9 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
   WeightedGraph folded = std::move(candidates[layout.candidate].prepared);
   Partition p = std::move(candidates[layout.candidate].partition);
   candidates.clear();
-  BatchSplit split;
-  if (o.batch_split) split = plan_batch_split(folded.graph, folded.weights, p);
-  size_t per_image_tasks = split.batch > 1 ? take_per_image_tasks(p, split) : 0;
+  BatchSplit split = std::move(splits[layout.candidate].split);
+  size_t per_image_tasks = splits[layout.candidate].per_image_tasks;
   if (o.progress) std::fprintf(stderr, "batch split: %s\n", split.why.c_str());
-  if (per_image_tasks > 0 && o.trials_per_task > 0) {
-    std::vector<TaskUse> per_image(p.tasks.begin(), p.tasks.begin() + long(per_image_tasks));
-    TaskTuneOptions tune{o.trials_per_task, 8, o.hardware, o.progress};
-    measure_seconds += tune_tasks(per_image, *measurer, *store, model, tune).seconds;
-  }
   PlanBuilder b{folded.graph, {}, {}, {}, {}, {}};
   b.plan.model = graph.name();
   b.plan.hardware = o.hardware;

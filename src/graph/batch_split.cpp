@@ -51,14 +51,12 @@ bool treats_images_apart(const Graph& g, const Node& n) {
 // treat images apart or its batch-1 shape is not its batched one with one image.
 struct PrefixBuilder {
   const Graph& g;
-  const Weights& weights;
   int64_t batch;
-  WeightedGraph out{Graph(g.name() + "/per_image", g.seed()), {}};
+  Graph out{g.name() + "/per_image", g.seed()};
   std::vector<int> map;  // prepared tensor -> per-image tensor
   std::vector<int> full_tensor;
 
-  PrefixBuilder(const Graph& g, const Weights& weights, int64_t batch)
-      : g(g), weights(weights), batch(batch), map(g.tensors().size(), -1) {}
+  PrefixBuilder(const Graph& g, int64_t batch) : g(g), batch(batch), map(g.tensors().size(), -1) {}
 
   void note(int full, int per_image) {
     map[size_t(full)] = per_image;
@@ -77,15 +75,13 @@ struct PrefixBuilder {
     const GraphTensor& gt = g.tensor(t);
     if (gt.producer >= 0) return -1;
     if (gt.constant) {
-      note(t, out.graph.constant(gt.name, gt.shape, gt.dtype));
-      if (auto value = weights.find(t); value != weights.end())
-        out.weights[map[size_t(t)]] = value->second;
+      note(t, out.constant(gt.name, gt.shape, gt.dtype));
       return map[size_t(t)];
     }
     Shape one = gt.shape;
     if (one.empty() || one[0] != batch) return -1;
     one[0] = 1;
-    note(t, out.graph.input(gt.name, one, gt.dtype));
+    note(t, out.input(gt.name, one, gt.dtype));
     return map[size_t(t)];
   }
   // Adds node `n`; false (nothing added for it but its operands) when it cannot be.
@@ -100,12 +96,11 @@ struct PrefixBuilder {
     if (n.op == OpKind::WinogradOutput) attrs["n"] = {1};  // its images, which its input mixes
     int made = -1;
     try {
-      made = out.graph.add(n.op, inputs, attrs, n.name, n.reals);
+      made = out.add(n.op, inputs, attrs, n.name, n.reals);
     } catch (const Error&) {
       return false;
     }
-    if (!winograd_internal(g, n.output) && !one_image_of(n.output, out.graph.shape(made)))
-      return false;
+    if (!winograd_internal(g, n.output) && !one_image_of(n.output, out.shape(made))) return false;
     note(n.output, made);
     return true;
   }
@@ -148,15 +143,15 @@ double per_image_gain(const Graph& g, const Node& n, int64_t batch) {
 
 }  // namespace
 
-BatchSplit plan_batch_split(const Graph& g, const Weights& weights, const Partition& partition) {
+BatchSplit plan_batch_split(const Graph& g, const Partition& partition) {
   BatchSplit split;
   int64_t batch = 1;
   if (!g.inputs().empty() && !g.shape(g.inputs()[0]).empty()) batch = g.shape(g.inputs()[0])[0];
   if (batch <= 1) {
-    split.why = "batch 1";
+    split.why = "none (batch 1)";
     return split;
   }
-  PrefixBuilder probe(g, weights, batch);
+  PrefixBuilder probe(g, batch);
   size_t limit = 0;
   while (limit < g.nodes().size() && probe.add(g.nodes()[limit])) ++limit;
   auto clean = clean_cuts(g, partition, limit);
@@ -167,17 +162,18 @@ BatchSplit plan_batch_split(const Graph& g, const Weights& weights, const Partit
     if (clean[c] && gain > best_gain) best_gain = gain, cut = c;
   }
   if (cut == 0) {
-    split.why = "no cut pays (" + std::to_string(limit) + " leading nodes treat images apart)";
+    split.why =
+        "none (no cut pays; " + std::to_string(limit) + " leading nodes treat images apart)";
     return split;
   }
-  PrefixBuilder prefix(g, weights, batch);
+  PrefixBuilder prefix(g, batch);
   for (size_t i = 0; i < cut; ++i)
     if (!prefix.add(g.nodes()[i]))
       throw Error("batch split: node " + g.nodes()[i].name + " changed");
   auto last = last_readers(g);
   for (size_t i = 0; i < cut; ++i) {
     int t = g.nodes()[i].output;
-    if (last[size_t(t)] >= cut) prefix.out.graph.mark_output(prefix.map[size_t(t)]);
+    if (last[size_t(t)] >= cut) prefix.out.mark_output(prefix.map[size_t(t)]);
   }
   split.batch = batch;
   split.prefix_nodes = cut;

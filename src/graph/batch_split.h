@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "graph/partition.h"
-#include "graph/rewrites.h"
 
 namespace tlm {
 
@@ -32,14 +31,14 @@ struct BatchSplit {
   // Those nodes at batch 1: its inputs the model inputs they read (one image each), its
   // outputs the tensors that cross the cut; full_tensor maps its tensors to the prepared
   // graph's.
-  WeightedGraph per_image{Graph(""), {}};
+  Graph per_image{""};
   std::vector<int> full_tensor;
   std::string why;  // one line: the cut, or why there is none
 };
 
 // The split of a prepared graph (rewrites.h) whose tasks `partition` lists; batch 1 when
-// no cut qualifies or pays. `weights` may be empty (only the structure is rebuilt).
-BatchSplit plan_batch_split(const Graph& prepared, const Weights& weights,
-                            const Partition& partition);
+// no cut qualifies or pays. Only the structure is rebuilt: the per-image graph's
+// constants are the prepared graph's (full_tensor), without values.
+BatchSplit plan_batch_split(const Graph& prepared, const Partition& partition);
 
 }  // namespace tlm
