@@ -17,6 +17,7 @@
 
 #include "bench/bench_op.h"
 #include "compiler/compile.h"
+#include "compiler/in_place.h"
 #include "compiler/layout_choice.h"
 #include "graph/activation_layout.h"
 #include "graph/interpreter.h"
@@ -29,6 +30,7 @@
 #include "runtime/memory_plan.h"
 #include "runtime/run_report.h"
 #include "runtime/runtime.h"
+#include "space/apply_schedule.h"
 #include "space/schedule_space.h"
 #include "util/aligned.h"
 #include "util/error.h"
@@ -58,14 +60,17 @@ CompileOptions test_options(const std::string& dir, Strategy strategy) {
 }
 
 // A store holding, for every task of the graph, one random schedule of its space with
-// the conv weights packed when the space allows it.
+// the conv weights packed when the space allows it; with `whole_tiles`, one that stores
+// each output element once where the space has one (compiler/in_place.h).
 void store_random_schedules(const Graph& graph, RecordStore& store, const std::string& hardware,
-                            int64_t activation_block = 0) {
+                            int64_t activation_block = 0, bool whole_tiles = false) {
   std::mt19937_64 rng(17);
   for (const auto& use : model_tasks(graph, draw_weights(graph), activation_block).tasks) {
     TaskSpec task = parse_task_spec(use.spec);
     ScheduleSpace space(describe_task(task));
     auto d = space.sample(rng);
+    for (int tries = 0; whole_tiles && tries < 500; ++tries, d = space.sample(rng))
+      if (stores_each_output_once(space.shape(), space.decode(d))) break;
     if (space.point(0).name == "layout.weight_block") {
       d[0] = space.legal_values(0, d).back();
       d = space.repair(d, 1, rng);
@@ -99,20 +104,30 @@ TEST(Compile, AlignedBuffersStartOnACacheLineAndLargeOnesOnAHugePage) {
   }
 }
 
+// How a test compiles a zoo model.
+struct CompileCase {
+  std::string strategy = "reference";
+  int64_t activation_block = 0;
+  bool batch_split = true;
+  bool whole_tiles = false;  // store: schedules that store each output element once
+};
+
 Plan expect_compiled_matches_interpreter(const std::string& name, const ZooOptions& zoo,
-                                         const std::string& strategy = "reference",
-                                         int64_t activation_block = 0, bool batch_split = true) {
+                                         const CompileCase& c = {}) {
   Graph graph = build_zoo_model(name, zoo);
   Weights weights = draw_weights(graph);
-  std::string dir = fresh_dir(name + strategy + std::to_string(activation_block) +
-                              std::to_string(zoo.batch) + std::to_string(batch_split));
+  const std::string& strategy = c.strategy;
+  int64_t activation_block = c.activation_block;
+  std::string dir =
+      fresh_dir(name + strategy + std::to_string(activation_block) + std::to_string(zoo.batch) +
+                std::to_string(c.batch_split) + std::to_string(c.whole_tiles));
   CompileOptions options = test_options(dir, strategy_named(strategy));
   options.activation_block = activation_block;
-  options.batch_split = batch_split;
+  options.batch_split = c.batch_split;
   std::unique_ptr<RecordStore> store;
   if (strategy == "store") {
     store = std::make_unique<RecordStore>(dir + ".db");
-    store_random_schedules(graph, *store, options.hardware, activation_block);
+    store_random_schedules(graph, *store, options.hardware, activation_block, c.whole_tiles);
   }
   Plan plan = compile_model(graph, weights, options, store.get(), nullptr);
   expect_cache_line_aligned(plan);
@@ -158,13 +173,69 @@ TEST(Compile, ResNet50MatchesTheInterpreter) {
 TEST(Compile, ResNet50WithRandomSpaceSchedulesMatchesTheInterpreter) {
   ZooOptions small;
   small.image = 32;
-  expect_compiled_matches_interpreter("resnet50", small, "store");
+  expect_compiled_matches_interpreter("resnet50", small, {"store"});
 }
 
 int tasks_with(const Plan& plan, const std::string& fragment) {
   int n = 0;
   for (const auto& t : plan.tasks) n += t.spec.find(fragment) != std::string::npos;
   return n;
+}
+
+// Steps whose output is a view of the memory of one of their own inputs: stored over it.
+int in_place_steps(const Plan& plan) {
+  auto root = [&](int t) {
+    while (plan.tensors[size_t(t)].kind == TensorKind::View) t = plan.tensors[size_t(t)].view_of;
+    return t;
+  };
+  int n = 0;
+  for (const auto& step : plan.steps) {
+    if (plan.tensors[size_t(step.output)].kind != TensorKind::View) continue;
+    int memory = root(step.output), reads = 0;
+    for (int t : step.inputs) reads += root(t) == memory;
+    n += reads == 1;
+  }
+  return n;
+}
+
+// Residual adds stored over the activation they add: with schedules that store each
+// output element once, ResNet-50 (16 residual adds) and MobileNetV2 with channel-blocked
+// activations (10) store most of them in place and compute what the interpreter does;
+// with the reference kernels (not from the space) none is.
+TEST(InPlace, ResidualAddsStoreOverTheirOperandAndMatchTheInterpreter) {
+  ZooOptions small;
+  small.image = 32;
+  Plan resnet = expect_compiled_matches_interpreter("resnet50", small, {"store", 0, true, true});
+  EXPECT_GE(in_place_steps(resnet), 12);
+  Plan mobilenet =
+      expect_compiled_matches_interpreter("mobilenetv2", small, {"store", 16, true, true});
+  EXPECT_GE(in_place_steps(mobilenet), 6);
+  EXPECT_EQ(in_place_steps(expect_compiled_matches_interpreter("resnet50", small)), 0);
+}
+
+// A kernel may store over its residual exactly when its schedule stores each output
+// element once (every cache tile divides its loop): over many random schedules both kinds
+// occur and the operand named is the residual (input 3: x, w, bias, residual).
+TEST(InPlace, OnlySchedulesThatStoreEachElementOnceStoreOverTheResidual) {
+  std::string spec =
+      "conv2d:n=1,c=8,h=14,w=14,k=16,r=1,s=1,stride=1,pad=0,dilation=1,groups=1+bias+add+relu";
+  ScheduleSpace space(describe_task(parse_task_spec(spec)));
+  std::mt19937_64 rng(9);
+  int once = 0, shifted = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto d = space.sample(rng);
+    bool whole = stores_each_output_once(space.shape(), space.decode(d));
+    EXPECT_EQ(in_place_operand({spec, "tlm", "", d, 1, 1}), whole ? 3 : -1);
+    (whole ? once : shifted) += 1;
+  }
+  EXPECT_GT(once, 10);
+  EXPECT_GT(shifted, 10);
+  EXPECT_EQ(in_place_operand({spec, "fixed", "", {}, 1, 1}), -1);
+  std::string no_residual =
+      "conv2d:n=1,c=8,h=14,w=14,k=16,r=1,s=1,stride=1,pad=0,dilation=1,groups=1+bias+relu";
+  ScheduleSpace plain(describe_task(parse_task_spec(no_residual)));
+  for (int i = 0; i < 50; ++i)
+    EXPECT_EQ(in_place_operand({no_residual, "tlm", "", plain.sample(rng), 1, 1}), -1);
 }
 
 // Activations kept in blocks of channels between convolutions (16 where it divides the
@@ -175,12 +246,12 @@ TEST(Compile, BlockedActivationsMatchTheInterpreter) {
   ZooOptions small;
   small.image = 32;
   for (const char* name : {"mobilenetv2", "efficientnet-b0"}) {
-    Plan plan = expect_compiled_matches_interpreter(name, small, "store", 16);
+    Plan plan = expect_compiled_matches_interpreter(name, small, {"store", 16});
     auto [reads, writes] = blocked_tasks(plan);
     EXPECT_GT(reads, 5) << name;
     EXPECT_GT(writes, 5) << name;
   }
-  Plan eight = expect_compiled_matches_interpreter("mobilenetv2", small, "reference", 8);
+  Plan eight = expect_compiled_matches_interpreter("mobilenetv2", small, {"reference", 8});
   EXPECT_GT(blocked_tasks(eight).first, 5);
 }
 
@@ -288,12 +359,12 @@ int instructions_named(const std::string& dir, const std::string& mnemonic) {
 // time build prefetches those weights with temporal locality (prefetcht0, never Halide's
 // prefetchnta) and computes what the interpreter computes.
 TEST(Compile, BertLayerWithPrefetchedPackedWeightsMatchesTheInterpreter) {
-  Plan plan = expect_compiled_matches_interpreter("bert-base", {1, 16, 1, 224}, "store");
+  Plan plan = expect_compiled_matches_interpreter("bert-base", {1, 16, 1, 224}, {"store"});
   int packed_dense = 0;
   for (const auto& t : plan.tasks)
     packed_dense += t.weight_block > 1 && t.spec.rfind("dense:", 0) == 0;
   EXPECT_GT(packed_dense, 0);
-  std::string dir = compile_dir("bert-basestore0");
+  std::string dir = compile_dir("bert-basestore0110");
   EXPECT_GE(instructions_named(dir, "prefetcht0"), packed_dense);
   EXPECT_EQ(instructions_named(dir, "prefetchnta"), 0);
 }
@@ -834,13 +905,13 @@ TEST(BatchSplit, ResNet50RunsItsFirstLayersPerImageAndMatchesTheInterpreter) {
   int sliced = 0;
   for (const auto& t : split.tensors) sliced += t.sliced;
   EXPECT_GT(sliced, 1);  // the input and what crosses the cut
-  Plan whole = expect_compiled_matches_interpreter("resnet50", three, "reference", 0, false);
+  Plan whole = expect_compiled_matches_interpreter("resnet50", three, {"reference", 0, false});
   EXPECT_EQ(whole.slices, 1);
   EXPECT_EQ(whole.sliced_steps, 0);
   EXPECT_EQ(tasks_with(whole, ":n=1,"), 0);
   // A sliced tensor the plan says holds one image, or a per-image step that is a layout
   // step, is refused at load.
-  std::string dir = compile_dir("resnet50reference031"), path = dir + "/plan.json";
+  std::string dir = compile_dir("resnet50reference0310"), path = dir + "/plan.json";
   int crossing = -1;
   for (size_t t = 0; t < split.tensors.size(); ++t)
     if (split.tensors[t].sliced && split.tensors[t].kind == TensorKind::Activation)

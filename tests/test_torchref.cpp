@@ -153,8 +153,8 @@ TEST(Winograd, RewrittenConvolutionsComputeTheDirectOnesInEveryEngine) {
   std::set<std::string> compiled, listed, direct;
   for (const auto& t : plan.tasks) fixed += t.strategy == "fixed", compiled.insert(t.spec);
   EXPECT_EQ(fixed, 6);  // an input and an output transform per convolution shape
-  for (const auto& use : model_tasks(graph, {}, 0, true).tasks) listed.insert(use.spec);
-  EXPECT_EQ(listed, compiled);  // `tlm tasks` lists what compiling makes
+  for (const auto& use : model_tasks(graph, {}, 0, true, true).tasks) listed.insert(use.spec);
+  EXPECT_EQ(listed, compiled);  // `tlm tasks` lists what compiling makes (batch 1 per image)
   for (const auto& use : model_tasks(graph).tasks) direct.insert(use.spec);
   EXPECT_EQ(direct.size(), 4u);  // --no-winograd: four direct convolutions, no transform
   for (const auto& spec : direct) EXPECT_EQ(spec.rfind("conv2d", 0), 0u) << spec;

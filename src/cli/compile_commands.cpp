@@ -80,6 +80,9 @@ void add_compile_options(CLI::App* command, CompileFlags& f) {
   command->add_flag("--batch-split,!--no-batch-split", f.options.batch_split,
                     "run a batched model's leading layers image by image where that pays "
                     "(default; --no-batch-split: every layer on the whole batch)");
+  command->add_flag("--in-place,!--no-in-place", f.options.in_place,
+                    "residual adds store over the activation they add where the schedule "
+                    "allows (default; --no-in-place: a buffer of their own)");
   add_model_options(command, f.model_options);
 }
 

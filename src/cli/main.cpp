@@ -204,11 +204,11 @@ void add_improve_command(CLI::App& app, ImproveFlags& f, CommonFlags& flags) {
 
 // A zoo model's tasks: count, FLOPs and share of the model's FLOPs, largest first.
 void print_tasks(const std::string& model, const ModelOptions& options, bool specs_only,
-                 int64_t activation_block, bool winograd) {
+                 int64_t activation_block, bool winograd, bool batch_split) {
   WeightedGraph source = is_onnx_path(model) ? load_model_source(model, options)
                                              : WeightedGraph{load_model_graph(model, options), {}};
   const Graph& graph = source.graph;
-  Partition partition = model_tasks(graph, source.weights, activation_block, winograd);
+  Partition partition = model_tasks(graph, source.weights, activation_block, winograd, batch_split);
   if (specs_only) {
     for (const auto& use : partition.tasks) std::printf("%s\n", use.spec.c_str());
     return;
@@ -244,7 +244,7 @@ void print_tasks(const std::string& model, const ModelOptions& options, bool spe
 struct Flags {
   CommonFlags common;
   std::string spec, method = "space", decisions, json_path, transfer_exclude;
-  bool up_to = false, specs_only = false, winograd = true, store = false;
+  bool up_to = false, specs_only = false, winograd = true, store = false, batch_split = true;
   int64_t activation_block = kAutoActivationBlock;
   std::string methods =
       "evolutionary-1000,random-1000,adams2019,mullapudi2016,li2018,onednn,openblas";
@@ -283,6 +283,9 @@ void add_task_commands(CLI::App& app, Flags& f, Commands& c) {
   add_activation_block_option(c.tasks, f.activation_block);
   c.tasks->add_flag("--winograd,!--no-winograd", f.winograd,
                     "3x3 convolutions as Winograd tasks where compiling makes them (default)");
+  c.tasks->add_flag("--batch-split,!--no-batch-split", f.batch_split,
+                    "a batched model's leading tasks at batch 1 where compiling runs them "
+                    "image by image (default)");
 }
 
 void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
@@ -394,7 +397,8 @@ int run(int argc, char** argv) {
   if (*c.worker) return run_worker_loop();
   if (*c.space) print_space(f.spec);
   if (*c.lang) print_sentence(f.spec, f.decisions, f.search.seed);
-  if (*c.tasks) print_tasks(f.spec, f.model, f.specs_only, f.activation_block, f.winograd);
+  if (*c.tasks)
+    print_tasks(f.spec, f.model, f.specs_only, f.activation_block, f.winograd, f.batch_split);
   if (*c.tune) {
     f.search.transfer_excluded = read_list_file(f.transfer_exclude);
     f.search.method = search_method_named(f.search_method);

@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "compiler/in_place.h"
 #include "compiler/layout_choice.h"
 #include "graph/batch_split.h"
 #include "graph/partition.h"
@@ -249,51 +250,6 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
   return steps;
 }
 
-// The per-image graph's tasks (over the prepared graph's tensors: its nodes are the
-// prepared graph's first ones, in order) and then those of the nodes after the cut; how
-// many are per image. 0, and the split undone, when a tensor that crosses the cut would
-// be fused away in the per-image graph.
-size_t take_per_image_tasks(Partition& p, BatchSplit& split) {
-  Partition per_image = partition_graph(split.per_image);
-  std::set<int> written;
-  for (const auto& use : per_image.tasks)
-    for (const auto& o : use.occurrences) written.insert(o.output);
-  for (int t : split.per_image.outputs())
-    if (!written.count(t) || !per_image.unsupported.empty()) {
-      split = BatchSplit{};
-      split.why = "none (the per-image graph's tasks differ)";
-      return 0;
-    }
-  auto full = [&](int t) { return split.full_tensor.at(size_t(t)); };
-  std::vector<TaskUse> tasks;
-  for (auto use : per_image.tasks) {
-    use.count *= int(split.batch);  // runs per inference
-    for (auto& o : use.occurrences) {
-      for (int& t : o.inputs) t = full(t);
-      o.output = full(o.output);
-    }
-    tasks.push_back(use);
-  }
-  size_t first = tasks.size();
-  std::vector<int> renumber(p.tasks.size(), -1);
-  for (size_t i = 0; i < p.tasks.size(); ++i) {
-    TaskUse later = p.tasks[i];
-    later.occurrences.clear();
-    for (const auto& o : p.tasks[i].occurrences)
-      if (size_t(o.anchor) >= split.prefix_nodes) later.occurrences.push_back(o);
-    later.count = int(later.occurrences.size());
-    if (later.count == 0) continue;
-    renumber[i] = int(tasks.size());
-    tasks.push_back(later);
-  }
-  for (size_t n = 0; n < p.node_task.size(); ++n)
-    p.node_task[n] = n < split.prefix_nodes ? per_image.node_task[n]
-                     : p.node_task[n] < 0   ? -1
-                                            : renumber[size_t(p.node_task[n])];
-  p.tasks = std::move(tasks);
-  return first;
-}
-
 // Marks the tensors the first `per_image_steps` steps read or write whole-batch (the
 // per-image graph's inputs and outputs) as sliced and gives the others one image's shape.
 void mark_slices(Plan& plan, const BatchSplit& split, size_t per_image_steps) {
@@ -333,7 +289,7 @@ std::vector<SplitLayout> split_batches(std::vector<LayoutCandidate>& candidates,
     if (!enabled) continue;
     s.split = plan_batch_split(candidates[i].prepared.graph, candidates[i].partition);
     if (s.split.batch > 1)
-      s.per_image_tasks = take_per_image_tasks(candidates[i].partition, s.split);
+      s.per_image_tasks = put_per_image_tasks_first(candidates[i].partition, s.split);
   }
   return splits;
 }
@@ -413,6 +369,13 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
       dependency_order({steps.begin() + long(per_image_steps), steps.end()}, b.plan, b.plan.steps);
   b.plan.steps.insert(b.plan.steps.end(), later.begin(), later.end());
   if (per_image_steps > 0) mark_slices(b.plan, split, per_image_steps);
+  if (o.in_place) {
+    std::map<std::string, int> operands;  // kernel -> the input it may store over
+    for (size_t i = 0; i < b.plan.tasks.size(); ++i)
+      operands["tlm_task" + std::to_string(i)] = in_place_operand(b.plan.tasks[i]);
+    int made = write_in_place(b.plan, operands);
+    if (o.progress) std::fprintf(stderr, "in place: %d steps store over their operand\n", made);
+  }
   b.plan.inputs = folded.graph.inputs();
   b.plan.outputs = folded.graph.outputs();
   for (size_t i = 0; i < b.plan.outputs.size(); ++i)

@@ -47,6 +47,8 @@ struct CompileOptions {
   // A batched model's leading layers run image by image where graph/batch_split.h finds
   // it pays (their activations then stay cached from layer to layer); false: never.
   bool batch_split = true;
+  // Residual adds stored over their operand where the schedule allows (compiler/in_place.h).
+  bool in_place = true;
 };
 
 // The kernel a plan's task was built with: its schedule from the space, or the named

@@ -1,6 +1,7 @@
 #include "graph/batch_split.h"
 
 #include <algorithm>
+#include <set>
 
 #include "util/error.h"
 
@@ -182,6 +183,47 @@ BatchSplit plan_batch_split(const Graph& g, const Partition& partition) {
   split.why = "the first " + std::to_string(cut) + " of " + std::to_string(g.nodes().size()) +
               " nodes per image (" + std::to_string(batch) + " images), the rest batched";
   return split;
+}
+
+size_t put_per_image_tasks_first(Partition& p, BatchSplit& split) {
+  Partition per_image = partition_graph(split.per_image);
+  std::set<int> written;
+  for (const auto& use : per_image.tasks)
+    for (const auto& o : use.occurrences) written.insert(o.output);
+  for (int t : split.per_image.outputs())
+    if (!written.count(t) || !per_image.unsupported.empty()) {
+      split = BatchSplit{};
+      split.why = "none (the per-image graph's tasks differ)";
+      return 0;
+    }
+  auto full = [&](int t) { return split.full_tensor.at(size_t(t)); };
+  std::vector<TaskUse> tasks;
+  for (auto use : per_image.tasks) {
+    use.count *= int(split.batch);  // runs per inference
+    for (auto& o : use.occurrences) {
+      for (int& t : o.inputs) t = full(t);
+      o.output = full(o.output);
+    }
+    tasks.push_back(use);
+  }
+  size_t first = tasks.size();
+  std::vector<int> renumber(p.tasks.size(), -1);
+  for (size_t i = 0; i < p.tasks.size(); ++i) {
+    TaskUse later = p.tasks[i];
+    later.occurrences.clear();
+    for (const auto& o : p.tasks[i].occurrences)
+      if (size_t(o.anchor) >= split.prefix_nodes) later.occurrences.push_back(o);
+    later.count = int(later.occurrences.size());
+    if (later.count == 0) continue;
+    renumber[i] = int(tasks.size());
+    tasks.push_back(later);
+  }
+  for (size_t n = 0; n < p.node_task.size(); ++n)
+    p.node_task[n] = n < split.prefix_nodes ? per_image.node_task[n]
+                     : p.node_task[n] < 0   ? -1
+                                            : renumber[size_t(p.node_task[n])];
+  p.tasks = std::move(tasks);
+  return first;
 }
 
 }  // namespace tlm

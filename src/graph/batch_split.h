@@ -41,4 +41,11 @@ struct BatchSplit {
 // constants are the prepared graph's (full_tensor), without values.
 BatchSplit plan_batch_split(const Graph& prepared, const Partition& partition);
 
+// Puts the per-image tasks first in `partition` (the partition of the prepared graph the
+// split was planned on): the per-image graph's tasks, over the prepared graph's tensors
+// and counted once per image, then the tasks of the nodes after the cut. Returns how many
+// are per image: 0, and the split undone, when a tensor that crosses the cut would be
+// fused away in the per-image graph.
+size_t put_per_image_tasks_first(Partition& partition, BatchSplit& split);
+
 }  // namespace tlm

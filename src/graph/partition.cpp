@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "graph/batch_split.h"
 #include "graph/rewrites.h"
 #include "ops/task_spec.h"
 #include "util/error.h"
@@ -265,10 +266,14 @@ Partition partition_graph(const Graph& g) {
 }
 
 Partition model_tasks(const Graph& graph, const Weights& weights, int64_t activation_block,
-                      bool winograd) {
+                      bool winograd, bool batch_split) {
   WeightedGraph prepared = prepare_graph(graph, weights, activation_block);
   if (winograd) prepared = winograd_convolutions(prepared.graph, prepared.weights);
-  return partition_graph(prepared.graph);
+  Partition partition = partition_graph(prepared.graph);
+  if (!batch_split) return partition;
+  BatchSplit split = plan_batch_split(prepared.graph, partition);
+  if (split.batch > 1) put_per_image_tasks_first(partition, split);
+  return partition;
 }
 
 }  // namespace tlm

@@ -49,7 +49,9 @@ Partition partition_graph(const Graph& prepared);
 // model: their values never change its tasks; an ONNX model's patterns read constants).
 // `winograd`: the 3x3 convolutions Winograd suits rewritten, as compiling does by default
 // (winograd_convolutions in rewrites.h); false lists every convolution direct.
+// `batch_split`: a batched model's leading tasks at batch 1, as compiling makes them
+// (graph/batch_split.h).
 Partition model_tasks(const Graph& graph, const Weights& weights = {}, int64_t activation_block = 0,
-                      bool winograd = false);
+                      bool winograd = false, bool batch_split = false);
 
 }  // namespace tlm
