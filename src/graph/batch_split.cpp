@@ -4,15 +4,10 @@
 #include <set>
 
 #include "util/error.h"
+#include "util/shape.h"
 
 namespace tlm {
 namespace {
-
-int64_t floats_of(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
-  return n;
-}
 
 bool made_by(const Graph& g, int tensor, OpKind op) {
   int p = g.tensor(tensor).producer;
@@ -29,23 +24,12 @@ bool winograd_internal(const Graph& g, int tensor) {
   return false;
 }
 
+// Its operator's definition says so (ops/registry.h), or it is the Winograd rewrite's
+// product, whose columns are the images' tiles.
 bool treats_images_apart(const Graph& g, const Node& n) {
-  switch (n.op) {
-    case OpKind::Conv2d:
-    case OpKind::MaxPool:
-    case OpKind::AvgPool:
-    case OpKind::GlobalAvgPool:
-    case OpKind::GlobalMaxPool:
-    case OpKind::ChannelScale:
-    case OpKind::BatchNorm:
-    case OpKind::WinogradInput:
-    case OpKind::WinogradOutput:
-      return true;
-    case OpKind::MatMul:
-      return winograd_internal(g, n.output);
-    default:
-      return op_def(n.op).role == OpRole::Elementwise;
-  }
+  const OpDef& d = op_def(n.op);
+  if (d.per_image || d.role == OpRole::Elementwise) return true;
+  return n.op == OpKind::MatMul && winograd_internal(g, n.output);
 }
 
 // The prepared graph's first nodes rebuilt at batch 1, one at a time, until one does not
@@ -94,7 +78,7 @@ struct PrefixBuilder {
       if (inputs.back() < 0) return false;
     }
     IntAttrs attrs = n.attrs;
-    if (n.op == OpKind::WinogradOutput) attrs["n"] = {1};  // its images, which its input mixes
+    if (const char* batch_attr = op_def(n.op).batch_attr) attrs[batch_attr] = {1};
     int made = -1;
     try {
       made = out.add(n.op, inputs, attrs, n.name, n.reals);
@@ -119,7 +103,8 @@ std::vector<size_t> last_readers(const Graph& g) {
 
 // Per cut c (nodes [0, c) before it), up to `limit`: whether it splits no task's
 // occurrence and lets no Winograd-internal tensor cross.
-std::vector<bool> clean_cuts(const Graph& g, const Partition& p, size_t limit) {
+std::vector<bool> clean_cuts(const Graph& g, const Partition& p, size_t limit,
+                             const std::vector<size_t>& last) {
   std::vector<bool> clean(limit + 1, true);
   auto spoil = [&](size_t from, size_t to) {  // cuts in (from, to]
     for (size_t c = from + 1; c <= std::min(to, limit); ++c) clean[c] = false;
@@ -127,7 +112,6 @@ std::vector<bool> clean_cuts(const Graph& g, const Partition& p, size_t limit) {
   for (const auto& task : p.tasks)
     for (const auto& o : task.occurrences)
       spoil(size_t(o.anchor), size_t(g.tensor(o.output).producer));
-  auto last = last_readers(g);
   for (size_t i = 0; i < limit; ++i)
     if (winograd_internal(g, g.nodes()[i].output)) spoil(i, last[size_t(g.nodes()[i].output)]);
   return clean;
@@ -137,8 +121,9 @@ std::vector<bool> clean_cuts(const Graph& g, const Partition& p, size_t limit) {
 // weight bytes (read once per image instead of once per batch).
 double per_image_gain(const Graph& g, const Node& n, int64_t batch) {
   if (op_def(n.op).role != OpRole::Anchor) return 0;
-  double activations = double(floats_of(g.shape(n.output))), weights = 0;
-  for (int t : n.inputs) (g.tensor(t).constant ? weights : activations) += floats_of(g.shape(t));
+  double activations = double(element_count(g.shape(n.output))), weights = 0;
+  for (int t : n.inputs)
+    (g.tensor(t).constant ? weights : activations) += element_count(g.shape(t));
   return 4 * (activations / double(batch) - weights);
 }
 
@@ -155,7 +140,8 @@ BatchSplit plan_batch_split(const Graph& g, const Partition& partition) {
   PrefixBuilder probe(g, batch);
   size_t limit = 0;
   while (limit < g.nodes().size() && probe.add(g.nodes()[limit])) ++limit;
-  auto clean = clean_cuts(g, partition, limit);
+  auto last = last_readers(g);
+  auto clean = clean_cuts(g, partition, limit, last);
   double gain = 0, best_gain = 0;
   size_t cut = 0;
   for (size_t c = 1; c <= limit; ++c) {
@@ -171,7 +157,6 @@ BatchSplit plan_batch_split(const Graph& g, const Partition& partition) {
   for (size_t i = 0; i < cut; ++i)
     if (!prefix.add(g.nodes()[i]))
       throw Error("batch split: node " + g.nodes()[i].name + " changed");
-  auto last = last_readers(g);
   for (size_t i = 0; i < cut; ++i) {
     int t = g.nodes()[i].output;
     if (last[size_t(t)] >= cut) prefix.out.mark_output(prefix.map[size_t(t)]);

@@ -98,6 +98,12 @@ struct OpDef {
   const char* blocked_input_attr = nullptr;
   const char* blocked_output_attr = nullptr;
   bool (*can_block)(const OpCall&) = nullptr;
+  // Whether the node computes each image (dim 0 of its activations) from that image alone,
+  // so a batched model may run it image by image (graph/batch_split.h; elementwise
+  // operators always do), and the attribute naming its batch, set to 1 when it is rebuilt
+  // for one image (null: none).
+  bool per_image = false;
+  const char* batch_attr = nullptr;
 };
 
 // A parameter of a task spec. Optional ones came after their task kind first shipped:

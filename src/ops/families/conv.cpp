@@ -370,6 +370,7 @@ void register_conv_family(OpRegistry& r) {
   conv.task = conv_task;
   conv.blocked_input_attr = "in_block", conv.blocked_output_attr = "out_block";
   conv.can_block = conv_can_block;
+  conv.per_image = true;
   r.ops.push_back(conv);
 
   std::vector<ParamSchema> image = {{"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}};

@@ -656,6 +656,7 @@ void register_elementwise_family(OpRegistry& r) {
   scale.reference = reference_channel_scale;
   scale.task = channel_scale_task;
   scale.blocked_input_attr = scale.blocked_output_attr = "block";
+  scale.per_image = true;
   r.ops.push_back(scale);
 
   r.tasks.push_back({TaskKind::Elementwise,

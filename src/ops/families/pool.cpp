@@ -327,6 +327,7 @@ void register_pool_family(OpRegistry& r) {
   pool.infer = infer_pool;
   pool.reference = reference_pool;
   pool.task = pool_task;
+  pool.per_image = true;
   r.ops.push_back(pool);
   pool.kind = OpKind::AvgPool;
   r.ops.push_back(pool);
@@ -336,6 +337,7 @@ void register_pool_family(OpRegistry& r) {
   global.reference = reference_global;
   global.task = global_task;
   global.blocked_input_attr = "in_block";
+  global.per_image = true;
   r.ops.push_back(global);
   global.kind = OpKind::GlobalMaxPool;
   r.ops.push_back(global);

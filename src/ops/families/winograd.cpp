@@ -307,6 +307,7 @@ void register_winograd_family(OpRegistry& r) {
   input.infer = infer_input;
   input.reference = reference_input;
   input.task = input_task;
+  input.per_image = true;
   r.ops.push_back(input);
   OpDef output;
   output.kind = OpKind::WinogradOutput;
@@ -314,6 +315,8 @@ void register_winograd_family(OpRegistry& r) {
   output.infer = infer_output;
   output.reference = reference_output;
   output.task = output_task;
+  output.per_image = true;
+  output.batch_attr = "n";  // its images, which its input (the product) mixes
   r.ops.push_back(output);
 
   ParamSchema tile_side{"m", "4", {}, ParamSchema::Kind::Int, true};
