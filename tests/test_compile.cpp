@@ -30,7 +30,6 @@
 #include "runtime/memory_plan.h"
 #include "runtime/run_report.h"
 #include "runtime/runtime.h"
-#include "space/apply_schedule.h"
 #include "space/schedule_space.h"
 #include "util/aligned.h"
 #include "util/error.h"
@@ -184,15 +183,11 @@ int tasks_with(const Plan& plan, const std::string& fragment) {
 
 // Steps whose output is a view of the memory of one of their own inputs: stored over it.
 int in_place_steps(const Plan& plan) {
-  auto root = [&](int t) {
-    while (plan.tensors[size_t(t)].kind == TensorKind::View) t = plan.tensors[size_t(t)].view_of;
-    return t;
-  };
   int n = 0;
   for (const auto& step : plan.steps) {
     if (plan.tensors[size_t(step.output)].kind != TensorKind::View) continue;
-    int memory = root(step.output), reads = 0;
-    for (int t : step.inputs) reads += root(t) == memory;
+    int memory = root_of(plan, step.output), reads = 0;
+    for (int t : step.inputs) reads += root_of(plan, t) == memory;
     n += reads == 1;
   }
   return n;

@@ -31,6 +31,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The name of task i's kernel in model.so.
+std::string task_function(size_t i) {
+  return "tlm_task" + std::to_string(i);
+}
+
 // The schedule a task gets under the strategy, and the name of how it was chosen.
 PlanTask choose_schedule(const TaskUse& use, const CompileOptions& o, const RecordStore* store,
                          ScheduleModel* model, const Hardware& machine) {
@@ -79,9 +84,8 @@ void build_library(const Partition& p, std::vector<PlanTask>& tasks, const std::
   for (size_t i = 0; i < tasks.size(); ++i) {
     std::string path = obj + "/task" + std::to_string(i) + ".o";
     try {
-      tasks[i].weight_block =
-          compile_task_object(parse_task_spec(p.tasks[i].spec), plan_task_candidate(tasks[i]), path,
-                              "tlm_task" + std::to_string(i));
+      tasks[i].weight_block = compile_task_object(
+          parse_task_spec(p.tasks[i].spec), plan_task_candidate(tasks[i]), path, task_function(i));
     } catch (const std::exception& e) {
       throw Error("compile: task " + p.tasks[i].spec + ": " + e.what());
     }
@@ -228,7 +232,7 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
       b.plan.tensors[o.output].kind = TensorKind::Activation;
       step_shapes.push_back(shape.output_shape);
       steps.push_back({StepKind::Kernel,
-                       "tlm_task" + std::to_string(i),
+                       task_function(i),
                        p.tasks[i].spec,
                        o.inputs,
                        o.output,
@@ -372,7 +376,7 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
   if (o.in_place) {
     std::map<std::string, int> operands;  // kernel -> the input it may store over
     for (size_t i = 0; i < b.plan.tasks.size(); ++i)
-      operands["tlm_task" + std::to_string(i)] = in_place_operand(b.plan.tasks[i]);
+      operands[task_function(i)] = in_place_operand(b.plan.tasks[i]);
     int made = write_in_place(b.plan, operands);
     if (o.progress) std::fprintf(stderr, "in place: %d steps store over their operand\n", made);
   }

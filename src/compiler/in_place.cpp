@@ -4,17 +4,11 @@
 #include <climits>
 
 #include "runtime/memory_plan.h"
-#include "space/apply_schedule.h"
 #include "space/schedule_space.h"
 #include "util/shape.h"
 
 namespace tlm {
 namespace {
-
-int root_of(const Plan& plan, int t) {
-  while (plan.tensors[size_t(t)].kind == TensorKind::View) t = plan.tensors[size_t(t)].view_of;
-  return t;
-}
 
 // Per tensor (a root): the last step reading it, directly or through a view; INT_MAX for
 // what the model outputs.

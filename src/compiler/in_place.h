@@ -7,7 +7,7 @@
 //
 // It is safe only when the kernel stores each output element once, after reading that
 // element's operand: a schedule whose cache tiles all divide their loops
-// (space/apply_schedule.h, stores_each_output_once); a shifted last tile would read
+// (space/schedule_space.h, stores_each_output_once); a shifted last tile would read
 // elements already overwritten. The compiler names, per kernel, the operand the kernel
 // may store over (in_place_operand); this pass checks the tensors.
 #pragma once

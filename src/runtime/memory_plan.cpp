@@ -19,14 +19,6 @@ struct Lifetime {
   int first = -1, last = -1;  // steps; -1 = never written / read
 };
 
-int root_of(const Plan& plan, int t) {
-  for (int hops = 0; plan.tensors[t].kind == TensorKind::View; ++hops) {
-    if (hops > int(plan.tensors.size())) throw Error("plan: a cycle of views");
-    t = plan.tensors[t].view_of;
-  }
-  return t;
-}
-
 std::vector<Lifetime> lifetimes(const Plan& plan) {
   std::vector<Lifetime> life(plan.tensors.size());
   int end = int(plan.steps.size());
@@ -62,6 +54,14 @@ std::vector<int> arena_tensors(const Plan& plan) {
 }
 
 }  // namespace
+
+int root_of(const Plan& plan, int t) {
+  for (int hops = 0; plan.tensors[t].kind == TensorKind::View; ++hops) {
+    if (hops > int(plan.tensors.size())) throw Error("plan: a cycle of views");
+    t = plan.tensors[t].view_of;
+  }
+  return t;
+}
 
 bool lives_in_caller_buffer(const Plan& plan, int tensor) {
   return plan.tensors[size_t(tensor)].kind == TensorKind::Activation &&

@@ -15,6 +15,9 @@
 
 namespace tlm {
 
+// The tensor whose memory `t` is: itself, or what its chain of views reinterprets
+// (throws tlm::Error for a cycle of views).
+int root_of(const Plan& plan, int t);
 // Whether activation `tensor` lives in the caller's output buffer rather than the arena.
 bool lives_in_caller_buffer(const Plan& plan, int tensor);
 // Sets `arena_offset` of every activation in the arena (0 for the others) and

@@ -48,12 +48,6 @@ bool valid_index(const Plan& plan, int t) {
   return t >= 0 && t < int(plan.tensors.size());
 }
 
-// The tensor whose memory `t` is (itself unless a view); views are checked acyclic first.
-int root_of(const Plan& plan, int t) {
-  while (plan.tensors[size_t(t)].kind == TensorKind::View) t = plan.tensors[size_t(t)].view_of;
-  return t;
-}
-
 void check_views(const Plan& plan) {
   int n = int(plan.tensors.size());
   for (int t = 0; t < n; ++t) {

@@ -298,14 +298,6 @@ WeightPrefetchSite weight_prefetch_site(const StageShape& shape, const StageSche
   return site;
 }
 
-bool stores_each_output_once(const TaskShape& shape, const Schedule& schedule) {
-  const std::vector<int64_t>& extents = shape.output().extents;
-  for (size_t d = 0; d < extents.size(); ++d)
-    if (d >= schedule.output.tile1.size() || extents[d] % schedule.output.tile1[d] != 0)
-      return false;
-  return true;
-}
-
 void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule,
                     const CodegenOptions& options) {
   OutputLoops loops =

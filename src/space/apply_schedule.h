@@ -37,10 +37,4 @@ WeightPrefetchSite weight_prefetch_site(const StageShape& shape, const StageSche
 void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule,
                     const CodegenOptions& options = {});
 
-// Whether the schedule stores each output element exactly once: every cache tile of the
-// output divides its loop (register tiles divide cache tiles, vectors register tiles),
-// so no last tile is shifted inwards over elements already stored. An epilogue operand
-// read only at the element stored may then be stored over (compiler/in_place.h).
-bool stores_each_output_once(const TaskShape& shape, const Schedule& schedule);
-
 }  // namespace tlm

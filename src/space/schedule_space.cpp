@@ -378,4 +378,12 @@ std::string ScheduleSpace::size_text() const {
   return buf;
 }
 
+bool stores_each_output_once(const TaskShape& shape, const Schedule& schedule) {
+  const std::vector<int64_t>& extents = shape.output().extents;
+  for (size_t d = 0; d < extents.size(); ++d)
+    if (d >= schedule.output.tile1.size() || extents[d] % schedule.output.tile1[d] != 0)
+      return false;
+  return true;
+}
+
 }  // namespace tlm

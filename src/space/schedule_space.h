@@ -110,4 +110,10 @@ std::vector<int64_t> divisors(int64_t n);
 // token for each).
 std::vector<std::string> all_point_names();
 
+// Whether the schedule stores each output element exactly once: every cache tile of the
+// output divides its loop (register tiles divide cache tiles, vectors register tiles),
+// so no last tile is shifted inwards over elements already stored. An epilogue operand
+// read only at the element stored may then be stored over (compiler/in_place.h).
+bool stores_each_output_once(const TaskShape& shape, const Schedule& schedule);
+
 }  // namespace tlm
