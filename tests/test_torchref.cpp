@@ -8,6 +8,7 @@
 #include <set>
 
 #include "compiler/compile.h"
+#include "graph/activation_layout.h"
 #include "graph/interpreter.h"
 #include "graph/partition.h"
 #include "graph/rewrites.h"
@@ -97,17 +98,20 @@ void expect_compiled_matches_torch(const std::string& name, const ZooOptions& zo
   std::system(("rm -rf " + dir).c_str());
 }
 
-// Two 3x3 convolutions Winograd computes with 4x4 tiles (30x30: the last tiles hang over
-// the edge; batch 2), a strided one it does not, then one at 15x15 (2x2 tiles).
+// A 1x1 convolution (so that blocked activations reach the rest), two 3x3 convolutions
+// Winograd computes with 4x4 tiles (30x30: the last tiles hang over the edge; batch 2), a
+// strided one it does not, one at 15x15 (2x2 tiles), then a 1x1 one.
 Graph winograd_graph(int64_t size) {
   Graph g("winograd", 5);
   int x = g.input("x", {2, 16, size, size});
-  int c = g.add(OpKind::Conv2d, {x, g.constant("w1", {24, 16, 3, 3}), g.constant("b1", {24})},
-                {{"pad", {1}}});
-  c = g.add(OpKind::Conv2d, {g.add(OpKind::Relu, {c}), g.constant("w2", {16, 24, 3, 3})},
+  int c = g.add(OpKind::Conv2d, {x, g.constant("w0", {16, 16, 1, 1})});
+  c = g.add(OpKind::Conv2d, {c, g.constant("w1", {32, 16, 3, 3}), g.constant("b1", {32})},
+            {{"pad", {1}}});
+  c = g.add(OpKind::Conv2d, {g.add(OpKind::Relu, {c}), g.constant("w2", {16, 32, 3, 3})},
             {{"pad", {1}}});
   c = g.add(OpKind::Conv2d, {c, g.constant("w3", {16, 16, 3, 3})}, {{"stride", {2}}, {"pad", {1}}});
   c = g.add(OpKind::Conv2d, {c, g.constant("w4", {16, 16, 3, 3})}, {{"pad", {1}}});
+  c = g.add(OpKind::Conv2d, {c, g.constant("w5", {8, 16, 1, 1})});
   g.mark_output(c);
   return g;
 }
@@ -131,35 +135,58 @@ TEST(TorchGraph, ThreadSettingsAreRestoredAfterAScope) {
   EXPECT_EQ(torch_threads().openblas, 1);
 }
 
-TEST(Winograd, RewrittenConvolutionsComputeTheDirectOnesInEveryEngine) {
+// `block`: activations NCHW (0) or in blocks of 16 channels, which the transforms read
+// and write as they are, channels innermost in between (ops/winograd.h).
+void expect_winograd_computes_the_direct_convolutions(int64_t block) {
   Graph graph = winograd_graph(30);
   Weights weights = draw_weights(graph);
-  WeightedGraph rewritten = winograd_convolutions(graph, weights);
+  WeightedGraph laid_out = block_activations(graph, weights, block);
+  WeightedGraph rewritten = winograd_convolutions(laid_out.graph, laid_out.weights);
   EXPECT_EQ(count_nodes(rewritten.graph, OpKind::WinogradInput), 3u);
   EXPECT_EQ(count_nodes(rewritten.graph, OpKind::WinogradOutput), 3u);
-  EXPECT_EQ(count_nodes(rewritten.graph, OpKind::Conv2d), 1u);  // the strided one
+  EXPECT_EQ(count_nodes(rewritten.graph, OpKind::Conv2d), 3u);  // the strided one, the 1x1
+  for (const Node& n : rewritten.graph.nodes()) {
+    if (n.op == OpKind::WinogradInput || n.op == OpKind::WinogradOutput) {
+      EXPECT_EQ(n.attr("block", 1), std::max<int64_t>(block, 1)) << n.name;
+    }
+  }
   auto input = random_input(graph, 3);
   auto expected = interpret(graph, weights, {input})[graph.outputs()[0]];
   const Graph& w = rewritten.graph;
   expect_close(interpret(w, rewritten.weights, {input})[w.outputs()[0]], expected, 1e-4);
-  expect_close(TorchGraph(w, rewritten.weights).run({input}).at(0), expected, 1e-4);
+  if (block == 0)  // (PyTorch's graph runs NCHW activations only)
+    expect_close(TorchGraph(w, rewritten.weights).run({input}).at(0), expected, 1e-4);
 
   std::string dir = ::testing::TempDir() + "tlm_winograd" + std::to_string(getpid());
   CompileOptions options;
   options.out_dir = dir, options.strategy = Strategy::Mullapudi2016;
   options.hardware = "test-hardware", options.progress = false, options.winograd = true;
+  options.activation_block = block;
   Plan plan = compile_model(graph, weights, options, nullptr, nullptr);
   int fixed = 0;
   std::set<std::string> compiled, listed, direct;
-  for (const auto& t : plan.tasks) fixed += t.strategy == "fixed", compiled.insert(t.spec);
+  for (const auto& t : plan.tasks) {
+    fixed += t.strategy == "fixed", compiled.insert(t.spec);
+    if (t.spec.rfind("winograd", 0) == 0) {
+      EXPECT_EQ(t.spec.find(",block=16") != std::string::npos, block > 0) << t.spec;
+    }
+  }
   EXPECT_EQ(fixed, 6);  // an input and an output transform per convolution shape
-  for (const auto& use : model_tasks(graph, {}, 0, true, true).tasks) listed.insert(use.spec);
+  for (const auto& use : model_tasks(graph, {}, block, true, true).tasks) listed.insert(use.spec);
   EXPECT_EQ(listed, compiled);  // `tlm tasks` lists what compiling makes (batch 1 per image)
-  for (const auto& use : model_tasks(graph).tasks) direct.insert(use.spec);
-  EXPECT_EQ(direct.size(), 4u);  // --no-winograd: four direct convolutions, no transform
+  for (const auto& use : model_tasks(graph, {}, block).tasks) direct.insert(use.spec);
+  EXPECT_EQ(direct.size(), 6u);  // --no-winograd: six direct convolutions, no transform
   for (const auto& spec : direct) EXPECT_EQ(spec.rfind("conv2d", 0), 0u) << spec;
   expect_close(CompiledModel::load(dir)->run({input}).at(0), expected, 1e-3);
   std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(Winograd, RewrittenConvolutionsComputeTheDirectOnesInEveryEngine) {
+  expect_winograd_computes_the_direct_convolutions(0);
+}
+
+TEST(Winograd, BlockedActivationsStayBlockedThroughTheTransforms) {
+  expect_winograd_computes_the_direct_convolutions(16);
 }
 
 TEST(Winograd, SmallImagesStayDirectAndTransformsHaveNoDecisions) {

@@ -75,7 +75,7 @@ void add_compile_options(CLI::App* command, CompileFlags& f) {
   command->add_option("--models", f.models_dir, "models directory");
   add_activation_block_option(command, f.options.activation_block);
   command->add_flag("--winograd,!--no-winograd", f.options.winograd,
-                    "3x3 convolutions (stride 1, NCHW) as Winograd F(4x4) or F(2x2) where it pays "
+                    "3x3 convolutions (stride 1) as Winograd F(4x4) or F(2x2) where it pays "
                     "(default; --no-winograd: every convolution direct)");
   command->add_flag("--batch-split,!--no-batch-split", f.options.batch_split,
                     "run a batched model's leading layers image by image where that pays "

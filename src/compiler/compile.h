@@ -41,7 +41,7 @@ struct CompileOptions {
   // With activation_block auto: the layout this machine's registry entry names (16 or 0),
   // used when records cannot decide (compiler/layout_choice.h); auto: the rule's.
   int64_t host_activation_block = kAutoActivationBlock;
-  // 3x3 convolutions (stride 1, NCHW) as Winograd F(4x4) or F(2x2) where graph/rewrites.h
+  // 3x3 convolutions (stride 1) as Winograd F(4x4) or F(2x2) where graph/rewrites.h
   // finds it pays (ops/winograd.h); false: every convolution direct.
   bool winograd = true;
   // A batched model's leading layers run image by image where graph/batch_split.h finds

@@ -195,16 +195,19 @@ WeightedGraph fold_channel_scales(const Graph& g, const Weights& w) {
 namespace {
 
 // The tile side Winograd computes a 3x3 convolution with (0: none): stride 1, padding 1,
-// no dilation, one group, NCHW activations, and enough tiles for the products to pay.
+// no dilation, one group, input and output in the same layout (NCHW or blocks of the same
+// size), and enough tiles for the products to pay.
 int64_t winograd_tile_of(const Graph& g, const Node& n) {
   if (n.op != OpKind::Conv2d) return 0;
-  const Shape &x = g.shape(n.inputs[0]), &w = g.shape(n.inputs[1]);
+  const Shape& w = g.shape(n.inputs[1]);
+  Shape x = g.shape(n.inputs[0]);
   bool window = w.size() == 4 && w[2] == 3 && w[3] == 3 && n.attr("stride", 1) == 1 &&
                 n.attr("pad", 0) == 1 && n.attr("pad_w", 1) == 1 && n.attr("dilation", 1) == 1 &&
                 n.attr("groups", 1) == 1;
-  bool plain =
-      n.attr("in_block", 1) == 1 && n.attr("out_block", 1) == 1 && n.attr("scale_in", 0) == 0;
-  if (!window || !plain || x.size() != 4) return 0;
+  int64_t block = n.attr("in_block", 1);
+  bool one_layout = block == n.attr("out_block", 1) && n.attr("scale_in", 0) == 0;
+  if (block > 1) x = channel_plain_shape(x);
+  if (!window || !one_layout || x.size() != 4) return 0;
   return winograd_tile(x[0], x[1], w[0], x[2], x[3]);
 }
 
@@ -224,17 +227,25 @@ WeightedGraph winograd_convolutions(const Graph& g, const Weights& w) {
       continue;
     }
     const Shape &x = g.shape(n.inputs[0]), &ws = g.shape(n.inputs[1]);
+    int64_t block = n.attr("in_block", 1);
+    bool blocked = block > 1;  // [P, T, C] x [P, C, K] (ops/winograd.h), else U x V
     IntAttrs side = {{"m", {tile}}};
+    if (blocked) side["block"] = {block};
     int v = b.out.graph.add(OpKind::WinogradInput, {b.tensor(n.inputs[0])}, side,
                             n.name + "/winograd_input");
-    int u = b.out.graph.constant(g.tensor(n.inputs[1]).name + ".winograd",
-                                 {winograd::transform(tile).points(), ws[0], ws[1]});
+    int64_t points = winograd::transform(tile).points();
+    int u =
+        b.out.graph.constant(g.tensor(n.inputs[1]).name + ".winograd",
+                             blocked ? Shape{points, ws[1], ws[0]} : Shape{points, ws[0], ws[1]});
     if (!w.empty())
-      b.out.weights[u] = winograd::filter_transform(w.at(n.inputs[1]), ws[0], ws[1], tile);
-    int m = b.out.graph.add(OpKind::MatMul, {u, v}, {}, n.name + "/winograd_product");
+      b.out.weights[u] = winograd::filter_transform(w.at(n.inputs[1]), ws[0], ws[1], tile, blocked);
+    int m =
+        b.out.graph.add(OpKind::MatMul, blocked ? std::vector<int>{v, u} : std::vector<int>{u, v},
+                        {}, n.name + "/winograd_product");
     std::vector<int> inputs = {m};
     if (n.inputs.size() > 2) inputs.push_back(b.tensor(n.inputs[2]));
-    IntAttrs image = {{"m", {tile}}, {"n", {x[0]}}, {"h", {x[2]}}, {"w", {x[3]}}};
+    IntAttrs image = side;
+    image.insert({{"n", {x[0]}}, {"h", {x[2]}}, {"w", {x[3]}}});
     b.map[n.output] = b.out.graph.add(OpKind::WinogradOutput, inputs, image, n.name);
   }
   return b.finish();

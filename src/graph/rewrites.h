@@ -36,10 +36,10 @@ WeightedGraph split_batchnorm(const Graph& graph, const Weights& weights);
 WeightedGraph pad_wide_dense(const Graph& graph, const Weights& weights);
 WeightedGraph fold_channel_scales(const Graph& graph, const Weights& weights);
 WeightedGraph remove_dead(const Graph& graph, const Weights& weights);
-// Each 3x3 convolution (stride 1, padding 1, one group, NCHW) that winograd_tile gives a
-// tile, as winograd_input -> batched product with the transformed filters ->
-// winograd_output (ops/winograd.h); the bias moves to the output transform, the rest of
-// the chain stays.
+// Each 3x3 convolution (stride 1, padding 1, one group, input and output both NCHW or
+// both in blocks of one size) that winograd_tile gives a tile, as winograd_input ->
+// batched product with the transformed filters -> winograd_output (ops/winograd.h); the
+// bias moves to the output transform, the rest of the chain stays.
 WeightedGraph winograd_convolutions(const Graph& graph, const Weights& weights);
 // The Winograd tile side that beats the direct convolution at this size, 0 for none:
 // images of at least 14x14 and 16 channels in and out; F(4x4, 3x3) from 28x28 outputs

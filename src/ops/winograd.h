@@ -16,6 +16,12 @@
 // schedule is written with their algorithm (their values per tile unrolled so the zero
 // coefficients fold away, vectors over tiles); the product is an ordinary batch_matmul
 // task that the model schedules.
+//
+// Channel-blocked activations (graph/activation_layout.h, attribute block = b > 1) keep
+// channels innermost on the way through, as oneDNN's Winograd does: winograd_input reads
+// x [N, C/b, H, W, b] and writes V [P, T, C]; the product is V x U with U [P, C, K],
+// giving [P, T, K]; winograd_output writes [N, K/b, H, W, b]. Both transforms then load
+// and store whole vectors of b channels, and the product vectorizes along K.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -41,8 +47,9 @@ inline int64_t tiles(int64_t extent, int64_t tile) {
   return (extent + tile - 1) / tile;
 }
 
-// U [P, K, C] from OIHW weights [K, C, 3, 3].
+// U [P, K, C] from OIHW weights [K, C, 3, 3]; `channels_last`: U [P, C, K] (blocked
+// activations).
 std::vector<float> filter_transform(const std::vector<float>& weights, int64_t k, int64_t c,
-                                    int64_t tile);
+                                    int64_t tile, bool channels_last = false);
 
 }  // namespace tlm::winograd

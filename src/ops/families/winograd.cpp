@@ -2,10 +2,13 @@
 //   graph ops: winograd_input(x [N,C,H,W]), attribute m (tile side, 4 or 2) -> [P, C, T]
 //              winograd_output(M [P, K, T][, bias [K]]), attributes m, n, h, w -> [N,K,H,W]
 //              (P = (m+2)^2; T = n * ceil(h/m) * ceil(w/m) tiles, image-major, then tile
-//              rows, columns)
-//   tasks:     winograd_in (output [m+2, m+2, C, N, TH, TW], the same memory as [P, C, T]),
-//              winograd_out (input read as [m+2, m+2, K, N, TH, TW]; "+bias" along K); both
-//              schedule themselves (no decision points); m is left out of keys at 4
+//              rows, columns); attribute block b > 1: x [N,C/b,H,W,b] -> [P, T, C] and
+//              M [P, T, K] -> [N,K/b,H,W,b] (channels innermost throughout)
+//   tasks:     winograd_in (output [m+2, m+2, C, N, TH, TW], the same memory as [P, C, T];
+//              block: [m+2, m+2, N, TH, TW, C]), winograd_out (input read as
+//              [m+2, m+2, K, N, TH, TW], block: [m+2, m+2, N, TH, TW, K]; "+bias" along K);
+//              both schedule themselves (no decision points); m is left out of keys at 4,
+//              block at 1
 //   ONNX:      none (a graph rewrite writes them)
 #include "ops/winograd.h"
 
@@ -35,8 +38,8 @@ const Transform& transform(int64_t tile) {
   throw Error("winograd: tiles of " + std::to_string(tile) + " outputs (known: 4, 2)");
 }
 
-std::vector<float> filter_transform(const std::vector<float>& w, int64_t k, int64_t c,
-                                    int64_t tile) {
+std::vector<float> filter_transform(const std::vector<float>& w, int64_t k, int64_t c, int64_t tile,
+                                    bool channels_last) {
   const Transform& f = transform(tile);
   int64_t p = f.patch;
   if (int64_t(w.size()) != k * c * 9) throw Error("winograd: weights are not [K, C, 3, 3]");
@@ -54,7 +57,8 @@ std::vector<float> filter_transform(const std::vector<float>& w, int64_t k, int6
         for (int64_t n = 0; n < p; ++n) {
           double v = 0;
           for (int s = 0; s < 3; ++s) v += gg[size_t(e * 3 + s)] * f.g[size_t(n * 3 + s)];
-          u[size_t(((e * p + n) * k + o) * c + i)] = float(v);
+          int64_t point = e * p + n;
+          u[size_t(channels_last ? (point * c + i) * k + o : (point * k + o) * c + i)] = float(v);
         }
     }
   return u;
@@ -82,18 +86,46 @@ int64_t tile_count(const Transform& f, int64_t n, int64_t h, int64_t w) {
   return n * tiles(h, f.tile) * tiles(w, f.tile);
 }
 
+// The channel block of the node's activations (1: NCHW, and the transform domain
+// [P, C, T]; above 1: [P, T, C]).
+int64_t node_block(const OpCall& c) {
+  int64_t block = c.attr("block", 1);
+  if (block < 1) c.fail("block must be >= 1");
+  return block;
+}
+
+// [P, A, B] as [P, B, A].
+TensorValue swap_last_two(const TensorValue& v) {
+  TensorValue out = TensorValue::filled(DType::F32, {v.shape[0], v.shape[2], v.shape[1]}, 0.0);
+  int64_t a = v.shape[1], b = v.shape[2];
+  for (int64_t p = 0; p < v.shape[0]; ++p)
+    for (int64_t i = 0; i < a; ++i)
+      for (int64_t j = 0; j < b; ++j)
+        out.data[size_t((p * b + j) * a + i)] = v.data[size_t((p * a + i) * b + j)];
+  return out;
+}
+
 // ---- graph ops ----
 
 Shape infer_input(const OpCall& c) {
-  const Shape& x = c.inputs[0];
+  const Shape x = c.plain_input("block");
   if (x.size() != 4) c.fail("wants x [N,C,H,W]");
   const Transform& f = node_transform(c);
-  return {f.points(), x[1], tile_count(f, x[0], x[2], x[3])};
+  int64_t t = tile_count(f, x[0], x[2], x[3]);
+  if (node_block(c) > 1) return {f.points(), t, x[1]};
+  return {f.points(), x[1], t};
 }
 
 // V[e*P+n][c][t] = sum_ij B^T[e][i] d_t[i][j] B^T[n][j], d_t the (m+2)x(m+2) patch of tile
 // t at (m * tile row - 1, m * tile column - 1), zero outside the image.
 TensorValue reference_input(const OpCall& c, const std::vector<const TensorValue*>& in) {
+  if (node_block(c) > 1) {  // the plain transform of the plain input, transposed
+    TensorValue plain = from_channel_blocks(*in[0]);
+    IntAttrs attrs = c.attrs;
+    attrs.erase("block");
+    OpCall call{c.kind, attrs, c.reals, {plain.shape}, c.dtypes};
+    return swap_last_two(reference_input(call, {&plain}));
+  }
   const Shape& x = c.inputs[0];
   const Transform& f = node_transform(c);
   int64_t p = f.patch, th = tiles(x[2], f.tile), tw = tiles(x[3], f.tile);
@@ -123,35 +155,59 @@ TensorValue reference_input(const OpCall& c, const std::vector<const TensorValue
   return out;
 }
 
-// ",m=2" for 2x2 tiles; nothing for the default 4.
-std::string tile_param(const Transform& f) {
-  return f.tile == 4 ? "" : "," + param_text("m", f.tile);
+// ",m=2" for 2x2 tiles, ",block=b" for channel blocks; nothing for the defaults.
+std::string optional_params(const Transform& f, int64_t block) {
+  return (f.tile == 4 ? "" : "," + param_text("m", f.tile)) +
+         (block == 1 ? "" : "," + param_text("block", block));
 }
 
 AnchorTask input_task(const OpCall& c) {
-  const Shape& x = c.inputs[0];
+  const Shape x = c.plain_input("block");
   const Transform& f = node_transform(c);
+  int64_t block = node_block(c), th = tiles(x[2], f.tile), tw = tiles(x[3], f.tile);
+  Shape written = block > 1 ? Shape{f.patch, f.patch, x[0], th, tw, x[1]}
+                            : Shape{f.patch, f.patch, x[1], x[0], th, tw};
   return {"winograd_in:" + param_text("n", x[0]) + "," + param_text("c", x[1]) + "," +
-              param_text("h", x[2]) + "," + param_text("w", x[3]) + tile_param(f),
+              param_text("h", x[2]) + "," + param_text("w", x[3]) + optional_params(f, block),
           {0},
           -1,
-          {f.patch, f.patch, x[1], x[0], tiles(x[2], f.tile), tiles(x[3], f.tile)}};
+          written};
+}
+
+// The output as [N, K, H, W], whatever layout it is written in.
+Shape infer_plain_output(const OpCall& c) {
+  const Shape& m = c.inputs[0];
+  const Transform& f = node_transform(c);
+  bool blocked = node_block(c) > 1;
+  if (m.size() != 3 || m[0] != f.points())
+    c.fail(blocked ? "wants M [(m+2)^2, tiles, K]" : "wants M [(m+2)^2, K, tiles]");
+  int64_t k = blocked ? m[2] : m[1], t = blocked ? m[1] : m[2];
+  Shape y = {c.attr("n", 1), k, c.attr("h", 0), c.attr("w", 0)};
+  if (y[0] < 1 || y[2] < 1 || y[3] < 1) c.fail("needs n, h and w of at least 1");
+  if (t != tile_count(f, y[0], y[2], y[3]))
+    c.fail(shape_text(m) + " does not hold the tiles of a " + shape_text(y) + " output");
+  if (k % node_block(c)) c.fail("block " + std::to_string(node_block(c)) + " does not divide K");
+  if (c.inputs.size() > 1 && c.inputs[1] != Shape{k}) c.fail("bias is not [K]");
+  return y;
 }
 
 Shape infer_output(const OpCall& c) {
-  const Shape& m = c.inputs[0];
-  const Transform& f = node_transform(c);
-  if (m.size() != 3 || m[0] != f.points()) c.fail("wants M [(m+2)^2, K, tiles]");
-  Shape y = {c.attr("n", 1), m[1], c.attr("h", 0), c.attr("w", 0)};
-  if (y[0] < 1 || y[2] < 1 || y[3] < 1) c.fail("needs n, h and w of at least 1");
-  if (m[2] != tile_count(f, y[0], y[2], y[3]))
-    c.fail(shape_text(m) + " does not hold the tiles of a " + shape_text(y) + " output");
-  if (c.inputs.size() > 1 && c.inputs[1] != Shape{m[1]}) c.fail("bias is not [K]");
-  return y;
+  return channel_blocked_shape(infer_plain_output(c), node_block(c));
 }
 
 // y[img][k][m ty + i][m tx + j] = bias[k] + sum_en A^T[i][e] M[e*P+n][k][t] A^T[j][n].
 TensorValue reference_output(const OpCall& c, const std::vector<const TensorValue*>& in) {
+  if (int64_t block = node_block(c); block > 1) {  // the plain transform, blocked
+    TensorValue m = swap_last_two(*in[0]);
+    IntAttrs attrs = c.attrs;
+    attrs.erase("block");
+    std::vector<Shape> shapes = c.inputs;
+    shapes[0] = m.shape;
+    std::vector<const TensorValue*> inputs = in;
+    inputs[0] = &m;
+    return to_channel_blocks(reference_output({c.kind, attrs, c.reals, shapes, c.dtypes}, inputs),
+                             block);
+  }
   Shape y = infer_output(c);
   const Transform& f = node_transform(c);
   int64_t p = f.patch, th = tiles(y[2], f.tile), tw = tiles(y[3], f.tile);
@@ -174,12 +230,13 @@ TensorValue reference_output(const OpCall& c, const std::vector<const TensorValu
 }
 
 AnchorTask output_task(const OpCall& c) {
-  Shape y = infer_output(c);
+  Shape y = infer_plain_output(c);
   return {"winograd_out:" + param_text("n", y[0]) + "," + param_text("k", y[1]) + "," +
-              param_text("h", y[2]) + "," + param_text("w", y[3]) + tile_param(node_transform(c)),
+              param_text("h", y[2]) + "," + param_text("w", y[3]) +
+              optional_params(node_transform(c), node_block(c)),
           {0},
           1,
-          y};
+          infer_output(c)};
 }
 
 // ---- tasks ----
@@ -211,10 +268,56 @@ int vector_lanes(int64_t extent, int cap) {
 
 void validate_tile(const TaskSpec& t) {
   transform(t.get("m"));
+  const char* channels = t.kind == TaskKind::WinogradIn ? "c" : "k";
+  if (t.get(channels) % t.get("block"))
+    throw Error("task spec: " + t.op() + " block=" + t.params.at("block") + " does not divide " +
+                channels + "=" + t.params.at(channels));
+}
+
+// Channel blocks: x [N, C/b, H, W, b] -> V [P, T, C], each value a vector of the b
+// channels of one pixel (loads) or one transform point (stores). One row of tiles per
+// parallel iteration; per tile and channel block, the rows B^T d of its patch are made
+// in registers, and the P points of V = (B^T d) B written one vector each.
+void build_input_blocked(PipelineBuilder& b) {
+  const TaskSpec& t = b.task();
+  const Transform& f = transform(t.get("m"));
+  int64_t n = t.get("n"), c = t.get("c"), h = t.get("h"), w = t.get("w"), p = f.patch;
+  int64_t blk = t.get("block"), th = tiles(h, f.tile), tw = tiles(w, f.tile);
+  ImageParam X = b.dense_input("X", {n, c / blk, h, w, blk});
+  Halide::Region image_only = {
+      {Expr(), Expr()}, {0, int(w)}, {0, int(h)}, {Expr(), Expr()}, {Expr(), Expr()}};
+  Func inside = Halide::BoundaryConditions::constant_exterior(X, 0.0f, image_only);
+  Var ch("ch"), tx("tx"), ty("ty"), img("img"), j("j"), e("e"), nu("nu");
+  Func rows("rows");  // rows(ch, j, e, tx, ty, img) = (B^T d)[e][j]
+  Expr m = int(f.tile), in_block = ch % int(blk), block_index = ch / int(blk);
+  std::vector<Expr> by_e, by_n;
+  for (int64_t r = 0; r < p; ++r)
+    by_e.push_back(combination(f.bt_row(r), p, [&](int i) {
+      return inside(in_block, m * tx + j - 1, m * ty + i - 1, block_index, img);
+    }));
+  rows(ch, j, e, tx, ty, img) = Halide::mux(e, by_e);
+  for (int64_t r = 0; r < p; ++r)
+    by_n.push_back(
+        combination(f.bt_row(r), p, [&](int col) { return rows(ch, col, e, tx, ty, img); }));
+  b.add_output(Halide::mux(nu, by_n), {ch, tx, ty, img, nu, e}, {p, p, n, th, tw, c});
+  int lanes = int(blk);
+  b.schedule_itself([=](Func out) mutable {
+    Var row("row"), co("co"), ci("ci");
+    out.split(ch, co, ci, lanes)
+        .reorder(ci, nu, e, co, tx, ty, img)
+        .fuse(ty, img, row)
+        .parallel(row)
+        .vectorize(ci)
+        .unroll(nu)
+        .unroll(e);
+    rows.compute_at(out, co).reorder(ch, j, e).vectorize(ch, lanes).unroll(j).unroll(e);
+  });
+  b.finish(matrix_flops(f.bt, 2 * p) * double(c * n * th * tw), 1);
 }
 
 void build_input(PipelineBuilder& b) {
   const TaskSpec& t = b.task();
+  if (t.get("block") > 1) return build_input_blocked(b);
   const Transform& f = transform(t.get("m"));
   int64_t n = t.get("n"), c = t.get("c"), h = t.get("h"), w = t.get("w"), p = f.patch;
   int64_t th = tiles(h, f.tile), tw = tiles(w, f.tile);
@@ -254,8 +357,50 @@ void build_input(PipelineBuilder& b) {
   b.finish(matrix_flops(f.bt, 2 * p) * double(c * n * th * tw), 1);
 }
 
+// Channel blocks: M [P, T, K] -> y [N, K/b, H, W, b], vectors of b output channels. One
+// row of tiles per parallel iteration; per tile and channel block, A^T M is made in
+// registers from the P loads, and the tile's m x m outputs stored one vector each.
+void build_output_blocked(PipelineBuilder& b) {
+  const TaskSpec& t = b.task();
+  const Transform& f = transform(t.get("m"));
+  int64_t n = t.get("n"), k = t.get("k"), h = t.get("h"), w = t.get("w"), p = f.patch;
+  int64_t blk = t.get("block"), th = tiles(h, f.tile), tw = tiles(w, f.tile);
+  ImageParam M = b.dense_input("M", {p, p, n, th, tw, k});
+  Var ki("ki"), ko("ko"), x("x"), y("y"), img("img"), tx("tx"), ty("ty"), i("i"), j("j");
+  Var nu("nu");
+  Func cols("cols"), tile("tile");  // cols(ki, nu, i, ...) = (A^T M)[i][nu]
+  Expr channel = ko * int(blk) + ki;
+  std::vector<Expr> by_i, by_j;
+  for (int64_t r = 0; r < f.tile; ++r)
+    by_i.push_back(
+        combination(f.at_row(r), p, [&](int pe) { return M(channel, tx, ty, img, nu, pe); }));
+  cols(ki, nu, i, tx, ty, ko, img) = Halide::mux(i, by_i);
+  for (int64_t r = 0; r < f.tile; ++r)
+    by_j.push_back(
+        combination(f.at_row(r), p, [&](int col) { return cols(ki, col, i, tx, ty, ko, img); }));
+  tile(ki, j, i, tx, ty, ko, img) = Halide::mux(j, by_j);
+  Expr m = int(f.tile);
+  b.add_output(tile(ki, x % m, y % m, x / m, y / m, ko, img), {ki, x, y, ko, img},
+               {n, k / blk, h, w, blk});
+  int side = int(f.tile);
+  b.schedule_itself([=](Func out) mutable {
+    Var xo("xo"), xi("xi"), yo("yo"), yi("yi"), row("row");
+    out.split(x, xo, xi, side, TailStrategy::GuardWithIf)
+        .split(y, yo, yi, side, TailStrategy::GuardWithIf)
+        .reorder(ki, xi, yi, ko, xo, yo, img)
+        .fuse(yo, img, row)
+        .parallel(row)
+        .vectorize(ki)
+        .unroll(xi)
+        .unroll(yi);
+    cols.compute_at(out, ko).reorder(ki, nu, i).vectorize(ki).unroll(nu).unroll(i);
+  });
+  b.finish(matrix_flops(f.at, p + f.tile) * double(k * n * th * tw), 1);
+}
+
 void build_output(PipelineBuilder& b) {
   const TaskSpec& t = b.task();
+  if (t.get("block") > 1) return build_output_blocked(b);
   const Transform& f = transform(t.get("m"));
   int64_t n = t.get("n"), k = t.get("k"), h = t.get("h"), w = t.get("w"), p = f.patch;
   int64_t th = tiles(h, f.tile), tw = tiles(w, f.tile);
@@ -320,25 +465,31 @@ void register_winograd_family(OpRegistry& r) {
   r.ops.push_back(output);
 
   ParamSchema tile_side{"m", "4", {}, ParamSchema::Kind::Int, true};
-  r.tasks.push_back({TaskKind::WinogradIn,
-                     {{"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}, tile_side},
-                     6,
-                     -1,
-                     validate_tile,
-                     build_input,
-                     nullptr,
-                     {"winograd_in:n=1,c=3,h=8,w=8", "winograd_in:n=2,c=5,h=9,w=14",
-                      "winograd_in:n=1,c=4,h=28,w=28", "winograd_in:n=1,c=3,h=7,w=9,m=2"}});
+  ParamSchema block{"block", "1", {}, ParamSchema::Kind::Int, true};
+  r.tasks.push_back(
+      {TaskKind::WinogradIn,
+       {{"n", "1"}, {"c", ""}, {"h", ""}, {"w", ""}, tile_side, block},
+       6,
+       -1,
+       validate_tile,
+       build_input,
+       nullptr,
+       {"winograd_in:n=1,c=3,h=8,w=8", "winograd_in:n=2,c=5,h=9,w=14",
+        "winograd_in:n=1,c=4,h=28,w=28", "winograd_in:n=1,c=3,h=7,w=9,m=2",
+        "winograd_in:n=1,c=32,h=9,w=10,block=16", "winograd_in:n=2,c=16,h=7,w=6,m=2,block=8"}});
   r.tasks.push_back(
       {TaskKind::WinogradOut,
-       {{"n", "1"}, {"k", ""}, {"h", ""}, {"w", ""}, tile_side},
+       {{"n", "1"}, {"k", ""}, {"h", ""}, {"w", ""}, tile_side, block},
        4,
        1,
        validate_tile,
        build_output,
        nullptr,
        {"winograd_out:n=1,k=3,h=8,w=8+bias+relu", "winograd_out:n=2,k=5,h=9,w=14",
-        "winograd_out:n=1,k=4,h=28,w=28+bias+add", "winograd_out:n=2,k=4,h=7,w=9,m=2+bias+relu"}});
+        "winograd_out:n=1,k=4,h=28,w=28+bias+add", "winograd_out:n=2,k=4,h=7,w=9,m=2+bias+relu",
+        "winograd_out:n=1,k=32,h=9,w=10,block=16+bias+relu",
+        "winograd_out:n=2,k=16,h=7,w=6,m=2,block=8+bias+add"},
+       "block"});
 }
 
 }  // namespace tlm
