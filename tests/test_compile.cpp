@@ -311,19 +311,19 @@ TEST(LayoutChoice, TheMeasuredCheaperLayoutWinsElseTheRule) {
         << measured.reason;
     EXPECT_FALSE(measured_ms(candidates[0].partition, store, "other-hardware"));
   }
-  // No depthwise convolution: NCHW first; no convolution: one layout; asked: that one.
+  // Dense convolutions only: blocks first too; no convolution: one layout; asked: that one.
   Graph resnet = build_zoo_model("resnet50", small);
   auto resnet_layouts = layout_candidates(resnet, draw_weights(resnet), kAutoActivationBlock);
   ASSERT_EQ(resnet_layouts.size(), 2u);
-  EXPECT_EQ(resnet_layouts[0].block, 0);
-  // a machine's registry entry that names blocks puts them first, and the reason says so
-  auto host_first =
-      layout_candidates(resnet, draw_weights(resnet), kAutoActivationBlock, false, 16);
+  EXPECT_EQ(resnet_layouts[0].block, 16);
+  EXPECT_EQ(choose_layout(resnet_layouts, nullptr, "test-hardware").reason,
+            "blocks of 16 channels: the rule; not every task of both layouts is measured");
+  // a machine's registry entry that names NCHW puts it first, and the reason says so
+  auto host_first = layout_candidates(resnet, draw_weights(resnet), kAutoActivationBlock, false, 0);
   ASSERT_EQ(host_first.size(), 2u);
-  EXPECT_EQ(host_first[0].block, 16);
+  EXPECT_EQ(host_first[0].block, 0);
   EXPECT_EQ(choose_layout(host_first, nullptr, "test-hardware").reason,
-            "blocks of 16 channels: this machine's registry entry; not every task of both "
-            "layouts is measured");
+            "NCHW: this machine's registry entry; not every task of both layouts is measured");
   EXPECT_EQ(layout_candidates(graph, draw_weights(graph), kAutoActivationBlock, false, 0)[0].block,
             0);
   Graph bert = build_zoo_model("bert-base", {1, 16, 1, 224});

@@ -68,8 +68,8 @@ inline void add_activation_block_option(CLI::App* command, int64_t& block) {
             block = value == "auto" ? kAutoActivationBlock : std::stoll(value);
           },
           "activations between convolutions in blocks of 16 or 8 channels, 0: NCHW, auto "
-          "(default): the layout measured faster (compiler/layout_choice.h), else 16 in "
-          "models with depthwise convolutions")
+          "(default): the layout measured faster (compiler/layout_choice.h), else the "
+          "machine's registry entry, else 16")
       ->check(CLI::IsMember({"auto", "16", "8", "0"}));
 }
 

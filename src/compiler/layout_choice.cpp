@@ -35,7 +35,6 @@ std::vector<LayoutCandidate> layout_candidates(const Graph& graph, const Weights
     return {candidate_from(std::move(plain), activation_block, winograd)};
   }
   if (!can_block_activations(plain.graph)) return {candidate_from(std::move(plain), 0, winograd)};
-  int64_t rule = auto_activation_block(plain.graph);
   std::vector<LayoutCandidate> candidates;
   candidates.push_back(
       candidate_from(block_activations(plain.graph, plain.weights, 16), 16, winograd));
@@ -45,13 +44,10 @@ std::vector<LayoutCandidate> layout_candidates(const Graph& graph, const Weights
     candidates.erase(candidates.begin());
     return candidates;
   }
+  // the rule's blocks first (graph/activation_layout.h), unless the machine's entry says
   bool by_host = host_block != kAutoActivationBlock;
-  if ((by_host ? host_block : rule) == 0) std::swap(candidates[0], candidates[1]);
-  if (by_host)
-    candidates[0].why_first = "this machine's registry entry";
-  else
-    candidates[0].why_first =
-        rule ? "the rule (depthwise convolutions)" : "the rule (no depthwise convolution)";
+  if (by_host && host_block == 0) std::swap(candidates[0], candidates[1]);
+  candidates[0].why_first = by_host ? "this machine's registry entry" : "the rule";
   return candidates;
 }
 

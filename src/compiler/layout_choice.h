@@ -10,7 +10,7 @@
 // measured (`compile --trials` measures both lists; `tune` or `improve` may have before),
 // the cheaper list wins. Otherwise the machine's registry entry decides when it names a
 // layout (measured faster there, model/registry.h), else activation_layout's rule (blocks
-// for a model with depthwise convolutions), and the reason says which.
+// wherever convolutions chain), and the reason says which.
 #pragma once
 #include <cstdint>
 #include <optional>

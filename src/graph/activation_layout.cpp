@@ -158,26 +158,15 @@ struct Blocker {
   }
 };
 
-// The auto rule's test: a convolution of one group per channel.
-bool has_depthwise_conv(const Graph& g) {
-  for (const Node& n : g.nodes()) {
-    int64_t groups = n.attr("groups", 1);
-    if (n.op == OpKind::Conv2d && groups > 1 && g.shape(n.inputs[0]).size() == 4 &&
-        groups == g.shape(n.inputs[0])[1] && g.shape(n.inputs[1])[0] == groups)
-      return true;
-  }
-  return false;
-}
-
 }  // namespace
-
-int64_t auto_activation_block(const Graph& g) {
-  return has_depthwise_conv(g) ? 16 : 0;
-}
 
 bool can_block_activations(const Graph& g) {
   auto block = plan_blocks(g, 16);
   return std::any_of(block.begin(), block.end(), [](int64_t b) { return b > 0; });
+}
+
+int64_t auto_activation_block(const Graph& g) {
+  return can_block_activations(g) ? 16 : 0;
 }
 
 WeightedGraph block_activations(const Graph& g, const Weights& w, int64_t preferred) {

@@ -21,15 +21,15 @@
 namespace tlm {
 
 // `block`: 16 or 8, the block preferred where it divides the channels (8 otherwise);
-// 0 returns the graph as it is; kAutoActivationBlock is 16 in a graph with a depthwise
-// convolution and 0 in any other. Measured at zero measurements (session 18, Zen 4):
-// blocks make MobileNetV2 16% and EfficientNet-B0 7% faster, where depthwise
-// convolutions gain most, but ResNet-50 4% slower, because the model, trained on far
-// fewer blocked schedules, picks worse ones for blocked dense convolutions than for NCHW
-// ones (the store's best schedules are equal either way).
+// 0 returns the graph as it is; kAutoActivationBlock is 16 wherever blocks keep an
+// activation blocked. Measured at zero measurements: blocks make MobileNetV2 16% and
+// EfficientNet-B0 7% faster (session 18, Zen 4), where depthwise convolutions gain most;
+// ResNet-50 was 4% slower blocked until its 3x3 convolutions ran as Winograd on blocked
+// activations too (ops/winograd.h): since then 7% faster at batch 1 and 12% at batch 8
+// (session 40, Zen 5).
 // The compiler measures the two layouts instead when it can (compiler/layout_choice.h).
 constexpr int64_t kAutoActivationBlock = -1;
-// The rule's block for a prepared graph: 16 with a depthwise convolution, else 0.
+// The rule's block for a prepared graph: 16 when blocks keep any activation blocked, else 0.
 int64_t auto_activation_block(const Graph& graph);
 // Whether blocks of 16 would keep any activation of the prepared graph blocked.
 bool can_block_activations(const Graph& graph);
