@@ -274,6 +274,19 @@ void validate_tile(const TaskSpec& t) {
                 channels + "=" + t.params.at(channels));
 }
 
+// The loop nest both blocked transforms write: `loops` innermost first, the channel
+// vector, two loops over one tile's values (unrolled), then the channel block and tile
+// column, and last a tile row and the image, fused into one parallel loop.
+void rows_of_tiles_in_parallel(Func out, const std::vector<Var>& loops) {
+  Var row("row");
+  out.reorder(std::vector<Halide::VarOrRVar>(loops.begin(), loops.end()))
+      .fuse(loops[5], loops[6], row)
+      .parallel(row)
+      .vectorize(loops[0])
+      .unroll(loops[1])
+      .unroll(loops[2]);
+}
+
 // Channel blocks: x [N, C/b, H, W, b] -> V [P, T, C], each value a vector of the b
 // channels of one pixel (loads) or one transform point (stores). One row of tiles per
 // parallel iteration; per tile and channel block, the rows B^T d of its patch are made
@@ -302,14 +315,9 @@ void build_input_blocked(PipelineBuilder& b) {
   b.add_output(Halide::mux(nu, by_n), {ch, tx, ty, img, nu, e}, {p, p, n, th, tw, c});
   int lanes = int(blk);
   b.schedule_itself([=](Func out) mutable {
-    Var row("row"), co("co"), ci("ci");
-    out.split(ch, co, ci, lanes)
-        .reorder(ci, nu, e, co, tx, ty, img)
-        .fuse(ty, img, row)
-        .parallel(row)
-        .vectorize(ci)
-        .unroll(nu)
-        .unroll(e);
+    Var co("co"), ci("ci");
+    out.split(ch, co, ci, lanes);
+    rows_of_tiles_in_parallel(out, {ci, nu, e, co, tx, ty, img});
     rows.compute_at(out, co).reorder(ch, j, e).vectorize(ch, lanes).unroll(j).unroll(e);
   });
   b.finish(matrix_flops(f.bt, 2 * p) * double(c * n * th * tw), 1);
@@ -384,15 +392,10 @@ void build_output_blocked(PipelineBuilder& b) {
                {n, k / blk, h, w, blk});
   int side = int(f.tile);
   b.schedule_itself([=](Func out) mutable {
-    Var xo("xo"), xi("xi"), yo("yo"), yi("yi"), row("row");
+    Var xo("xo"), xi("xi"), yo("yo"), yi("yi");
     out.split(x, xo, xi, side, TailStrategy::GuardWithIf)
-        .split(y, yo, yi, side, TailStrategy::GuardWithIf)
-        .reorder(ki, xi, yi, ko, xo, yo, img)
-        .fuse(yo, img, row)
-        .parallel(row)
-        .vectorize(ki)
-        .unroll(xi)
-        .unroll(yi);
+        .split(y, yo, yi, side, TailStrategy::GuardWithIf);
+    rows_of_tiles_in_parallel(out, {ki, xi, yi, ko, xo, yo, img});
     cols.compute_at(out, ko).reorder(ki, nu, i).vectorize(ki).unroll(nu).unroll(i);
   });
   b.finish(matrix_flops(f.at, p + f.tile) * double(k * n * th * tw), 1);
