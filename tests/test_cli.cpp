@@ -55,6 +55,8 @@ void expect_one_line_error(const std::string& args, const std::string& fragment)
 TEST(Cli, BadInputIsOneLineAndNonZero) {
   expect_one_line_error("space 'matmul:m=8,n=8'", "needs parameter 'k'");
   expect_one_line_error("space 'conv3d:c=1'", "unknown op 'conv3d'");
+  expect_one_line_error("space 'winograd_in:c=20,h=8,w=8,block=16'",
+                        "block=16 does not divide c=20");
   expect_one_line_error("space 'dense:m=2,n=16,k=4,cols=17'", "cols=17 is more than n=16");
   expect_one_line_error(
       "train finetune --init models/none --run " + temp_path("no-run") + " --model-proposals",

@@ -46,6 +46,19 @@ TEST(Registry, EveryKindHasOneNameAndOneDefinition) {
   }
 }
 
+// `call` throws tlm::Error with a one-line message that contains `part`.
+template <class F>
+void expect_one_line_error(F call, const std::string& part) {
+  try {
+    call();
+    ADD_FAILURE() << "no error; expected one with: " << part;
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find(part), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
 // Examples and corpus specs parse, and a key is its own canonical form.
 TEST(Registry, TaskSpecsRoundTripThroughTheirKeys) {
   for (TaskKind k : all_task_kinds()) {
@@ -75,6 +88,30 @@ TEST(Registry, TaskSpecsRoundTripThroughTheirKeys) {
   EXPECT_EQ(parse_task_spec("winograd_in:c=4,h=8,w=8,m=4").key(), "winograd_in:n=1,c=4,h=8,w=8");
   EXPECT_THROW(parse_task_spec("winograd_in:n=1,c=4,h=8,w=8,m=3"), Error);
   EXPECT_THROW(parse_task_spec("winograd_out:n=1,k=4,h=8,w=8,m=0"), Error);
+  // channel blocks: left out of keys at 1, and they must divide the channels
+  EXPECT_EQ(parse_task_spec("winograd_in:c=4,h=8,w=8,block=1").key(),
+            "winograd_in:n=1,c=4,h=8,w=8");
+  expect_one_line_error([] { parse_task_spec("winograd_in:n=1,c=20,h=8,w=8,block=16"); },
+                        "block=16 does not divide c=20");
+  expect_one_line_error([] { parse_task_spec("winograd_out:n=1,k=24,h=8,w=8,block=16"); },
+                        "block=16 does not divide k=24");
+  // and as graph nodes: a blocked input must be [N, C/b, H, W, b], M [P, tiles, K] with b | K
+  const RealAttrs none;
+  const IntAttrs blocked = {{"block", {16}}}, output = {{"block", {16}}, {"h", {8}}, {"w", {8}}};
+  expect_one_line_error(
+      [&] {
+        infer_shape({OpKind::WinogradInput, blocked, none, {{1, 32, 8, 8}}, {DType::F32}});
+      },
+      "wants x [N,C/b,H,W,b]");
+  EXPECT_EQ(infer_shape({OpKind::WinogradInput, blocked, none, {{1, 2, 8, 8, 16}}, {DType::F32}}),
+            (Shape{36, 4, 32}));
+  expect_one_line_error(
+      [&] {
+        infer_shape({OpKind::WinogradOutput, output, none, {{36, 4, 24}}, {DType::F32}});
+      },
+      "block 16 does not divide K");
+  EXPECT_EQ(infer_shape({OpKind::WinogradOutput, output, none, {{36, 4, 32}}, {DType::F32}}),
+            (Shape{1, 2, 8, 8, 16}));
 }
 
 // The words of the first shipped models keep their ids; every word an operator, a task

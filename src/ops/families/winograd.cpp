@@ -94,15 +94,11 @@ int64_t node_block(const OpCall& c) {
   return block;
 }
 
-// [P, A, B] as [P, B, A].
+// [P, A, B] as [P, B, A]: the transpose operator's own reference.
 TensorValue swap_last_two(const TensorValue& v) {
-  TensorValue out = TensorValue::filled(DType::F32, {v.shape[0], v.shape[2], v.shape[1]}, 0.0);
-  int64_t a = v.shape[1], b = v.shape[2];
-  for (int64_t p = 0; p < v.shape[0]; ++p)
-    for (int64_t i = 0; i < a; ++i)
-      for (int64_t j = 0; j < b; ++j)
-        out.data[size_t((p * b + j) * a + i)] = v.data[size_t((p * a + i) * b + j)];
-  return out;
+  const IntAttrs perm = {{"perm", {0, 2, 1}}};
+  const RealAttrs none;
+  return evaluate({OpKind::Transpose, perm, none, {v.shape}, {v.dtype}}, {&v});
 }
 
 // ---- graph ops ----
