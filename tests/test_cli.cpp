@@ -447,6 +447,11 @@ TEST(Cli, BenchModelComparesWithPyTorch) {
     size_t at = json.find("\"" + key + "\": ");
     return at == std::string::npos ? -1.0 : std::atof(json.c_str() + at + key.size() + 4);
   };
+  auto j = nlohmann::json::parse(json);
+  const auto& alone = j.at(0).at("compiled_alone");
+  EXPECT_GE(alone.at("runs").get<int>(), 10);
+  EXPECT_GT(alone.at("min_ms").get<double>(), 0.0);
+  EXPECT_GE(alone.at("median_ms").get<double>(), alone.at("min_ms").get<double>());
   EXPECT_GT(number_after("compiled_peak_mb"), 1.0);
   EXPECT_GT(number_after("torch_peak_mb"), 1.0);
   EXPECT_LT(number_after("relative_error"), 1e-3);

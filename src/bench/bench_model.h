@@ -50,6 +50,10 @@ struct ModelBenchRow {
   std::map<std::string, int> strategies;  // how many tasks each strategy scheduled
   std::string layout;                     // the activation layout and why (Plan::layout)
   Timing compiled, torch_blas1, torch_default;
+  // tlm timed by itself right after the interleaved runs, in the same process: when the
+  // interleaved median sits well above this one, taking turns with the other systems
+  // slowed tlm down (their threads, their use of the caches), not the host.
+  Timing compiled_alone;
   double relative_error = 0;  // max |compiled - torch| / max |torch|
   double compiled_mb = 0, torch_mb = 0;
   std::vector<PeerRow> peers;
