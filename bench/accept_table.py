@@ -1,7 +1,6 @@
 """The acceptance table of `bench/accept_models.sh` from its JSON: per model tlm's median,
 tlm's median timed alone right after in the same process, the faster peer's, the ratios by
-median and minimum, peak memory over the peer's, and the
-batch-1 geomean.
+median and minimum, peak memory over the peer's, and the batch-1 geomean.
 
     python3 bench/accept_table.py "HEADER LINE" bench/results/accept_models_tlm0.json
 """
