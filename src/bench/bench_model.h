@@ -40,6 +40,7 @@ struct ModelBenchOptions {
 struct PeerRow {
   std::string system, version;
   Timing timing;
+  Timing alone;               // timed by itself after the interleaved runs, as tlm's alone
   double relative_error = 0;  // its first output against PyTorch's
   double peak_mb = 0;         // its process's peak resident set less before loading
 };
