@@ -398,6 +398,15 @@ TEST(Dataset, EveryHostLearnsItsOwnRecordsUnderItsOwnPrompt) {
       std::vector<int>(fastest5.tokens.begin(), fastest5.tokens.begin() + fastest5.prompt_length),
       encode_prompt(zen5, parse_task_spec(spec), space.shape(), SpeedClass::Best));
   EXPECT_NE(only4.sentences[0].tokens, only5.sentences[0].tokens);
+  // Zen 5 emphasized 3 times: each of its sentences three times in a row, Zen 4's once.
+  SpeedSelection emphasized{4};
+  emphasized.emphasized_host = zen5.fingerprint();
+  emphasized.host_copies = 3;
+  Dataset weighted = measured_by_speed(store, hosts, emphasized, {});
+  ASSERT_EQ(weighted.sentences.size(), 16u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(weighted.sentences[i].tokens, only4.sentences[i].tokens);
+  for (size_t i = 0; i < 12; ++i)
+    EXPECT_EQ(weighted.sentences[4 + i].tokens, only5.sentences[i / 3].tokens);
 }
 
 // Cold-weight records (fingerprint + kColdWeightsSuffix) are the same host: where a task

@@ -64,6 +64,7 @@ struct FinetuneFlags {
   bool speed_classes = false;
   int best_copies = 1;
   int top_copies = 0;
+  int host_copies = 1;
   bool model_proposals = false;
   bool warm_only = false, cold_streamed_only = false;
   std::string hardware = "all";  // whose records: all | this | a fingerprint
@@ -83,6 +84,8 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
     throw Error("train finetune: --model-proposals needs --speed-classes");
   if (f.top_copies > 0 && !f.speed_classes)
     throw Error("train finetune: --top-copies needs --speed-classes");
+  if (f.host_copies > 1 && (!f.speed_classes || f.hardware != "all"))
+    throw Error("train finetune: --host-copies needs --speed-classes and --hardware all");
   auto hosts = named_host(f.hardware);
   RecordStore store(f.db);
   if (hosts.empty()) hosts = measured_hosts(store);
@@ -97,6 +100,8 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
   SpeedSelection selection{f.per_task, f.best_copies};
   selection.top_copies = f.top_copies;
   selection.model_proposals = f.model_proposals;
+  selection.emphasized_host = detect_hardware().fingerprint();
+  selection.host_copies = f.host_copies;
   selection.cold_records = f.warm_only            ? ColdRecords::None
                            : f.cold_streamed_only ? ColdRecords::StreamedWeights
                                                   : ColdRecords::All;
@@ -209,6 +214,10 @@ void add_train_commands(CLI::App& app, const std::string& command_line) {
                    "with --speed-classes: times each task's fastest schedule appears (when above "
                    "--best-copies)")
       ->check(in_range(1, 256));
+  finetune
+      ->add_option("--host-copies", fine->host_copies,
+                   "with --speed-classes and --hardware all: times this host's sentences appear")
+      ->check(in_range(1, 64));
   finetune->add_flag("--speed-classes", fine->speed_classes,
                      "learn from schedules of every speed, each prompt saying its speed class");
   finetune->add_flag("--model-proposals", fine->model_proposals,

@@ -210,6 +210,7 @@ Dataset measured_by_speed(const RecordStore& store, const std::vector<Hardware>&
       auto prompt = encode_prompt(hardware, task, space.shape(), speed);
       int copies = speed == SpeedClass::Best ? std::max(selection.best_copies, 1) : 1;
       if (rank == 0) copies = std::max(copies, selection.top_copies);
+      if (hardware.fingerprint() == selection.emphasized_host) copies *= selection.host_copies;
       for (int c = 0; c < copies; ++c)
         data.sentences.push_back(measured_sentence(prompt, space, r));
     };

@@ -74,6 +74,10 @@ struct SpeedSelection {
   bool model_proposals = false;  // also every schedule a model proposed (its record names the
                                  // checkpoint), wherever it ranks: improve's own mistakes
   ColdRecords cold_records = ColdRecords::All;  // which tasks learn from cold-timed records
+  // Times every sentence of the host with this fingerprint appears (its records weigh as
+  // much as the other hosts' many while those keep the model's other picks in place).
+  std::string emphasized_host;
+  int host_copies = 1;
 };
 // Fine-tuning sentences of every speed from the verified schedules of every task the store
 // has measured on each of `hosts`, as `selection` picks them among that host's records,
