@@ -2,6 +2,7 @@
 // and computes the reference result; the space size matches a brute-force count.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 
@@ -245,6 +246,34 @@ TEST(ScheduleSpace, SamplingCoversEveryValueOfAFixedPoint) {
   std::set<int64_t> seen;
   for (int i = 0; i < 400; ++i) seen.insert(space.sample(rng)[1]);
   EXPECT_EQ(seen, (std::set<int64_t>{1, 2, 4, 7, 8, 14}));
+}
+
+// Sigmoid and what is built on it (silu, tanh, gelu) divide by 1 + exp(-x): exact to float
+// precision, and finite where exp(-x) overflows (an approximate reciprocal refined by a
+// Newton step gave inf * 0 there). Every sampled schedule, on inputs from -1000 to 1000.
+TEST(ScheduleSpace, SigmoidFamilyMatchesReferenceAtExtremeInputs) {
+  set_kernel_threads(1);
+  for (const char* spec : {"elementwise:rows=8,cols=32+sigmoid", "elementwise:rows=8,cols=32+silu",
+                           "elementwise:rows=8,cols=32+tanh", "elementwise:rows=8,cols=32+gelu"}) {
+    TaskSpec task = parse_task_spec(spec);
+    TaskShape shape = describe_task(task);
+    ScheduleSpace space(shape);
+    auto inputs = random_inputs(shape, 3);
+    auto& x = inputs.at(0).data;
+    for (size_t i = 0; i < x.size(); ++i)  // -1000 ... 1000, denser near 0
+      x[i] = float(std::pow(double(i) / double(x.size() - 1) * 2 - 1, 3) * 1000);
+    Tensor reference = reference_output(task, inputs);
+    std::mt19937_64 rng(21);
+    for (int sample = 0; sample < 12; ++sample) {
+      Tensor output = Tensor::zeros(shape.output_shape);
+      build_kernel(task, {KernelMethod::Space, space.sample(rng)}, inputs, output)->run();
+      Verdict v = verify(output, reference, 1);
+      ASSERT_TRUE(v.ok) << spec << ": " << v.message;
+      for (size_t i = 0; i < x.size(); ++i)
+        ASSERT_NEAR(output.data[i], reference.data[i], 2e-6 * std::max(1.0f, std::fabs(x[i])))
+            << spec << " at x = " << x[i];
+    }
+  }
 }
 
 }  // namespace
