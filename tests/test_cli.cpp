@@ -487,6 +487,8 @@ for line in sys.stdin:
   const auto& ort = j.at(0).at("peers").at("ort");
   EXPECT_GE(ort.at("min_ms").get<double>(), 2.0);
   EXPECT_GE(ort.at("runs").get<int>(), 10);
+  EXPECT_GE(ort.at("alone").at("min_ms").get<double>(), 2.0);  // timed by itself as well
+  EXPECT_GE(ort.at("alone").at("runs").get<int>(), 10);
   EXPECT_DOUBLE_EQ(ort.at("peak_mb").get<double>(), 15.0);
   EXPECT_DOUBLE_EQ(ort.at("relative_error").get<double>(), 1.0);  // zeros against PyTorch
   EXPECT_EQ(j.at(0).at("fastest_peer"), "ort");

@@ -120,11 +120,11 @@ std::vector<std::unique_ptr<PeerProcess>> start_peers(const ModelBenchOptions& o
     std::string out = dir + "/peer_" + system + "_output.npy";
     peers.back()->write_output(out);
     NpyArray got = read_npy(out);
-    row.peers.push_back({system,
-                         peers.back()->version(),
-                         {},
-                         relative_error({got.values.begin(), got.values.end()}, expected),
-                         0});
+    PeerRow peer;
+    peer.system = system;
+    peer.version = peers.back()->version();
+    peer.relative_error = relative_error({got.values.begin(), got.values.end()}, expected);
+    row.peers.push_back(peer);
   }
   return peers;
 }
