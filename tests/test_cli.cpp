@@ -64,6 +64,9 @@ TEST(Cli, BadInputIsOneLineAndNonZero) {
   expect_one_line_error(
       "train finetune --init models/none --run " + temp_path("no-run") + " --top-copies 8",
       "--top-copies needs --speed-classes");
+  expect_one_line_error("train finetune --init models/none --run " + temp_path("no-run") +
+                            " --speed-classes --hardware this --host-copies 4",
+                        "--host-copies needs --speed-classes and --hardware all");
   expect_one_line_error("space 'conv2d:c=3,h=4,w=4,k=8,r=7,s=7'", "larger than the padded input");
   expect_one_line_error("measure 'matmul:m=8,n=8,k=8' --decisions 1,2,x", "--decisions");
   expect_one_line_error("measure 'matmul:m=8,n=8,k=8' --decisions 8,8,8,8,0,8,0,0,1,8,0",

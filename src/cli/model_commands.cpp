@@ -115,7 +115,11 @@ void run_finetune(FinetuneFlags f, const std::string& command) {
   write_dataset(f.train.options.data_path, data);
   std::printf("%zu measured schedules -> %s (hash %s)\n", data.sentences.size(),
               f.train.options.data_path.c_str(), data.hash.c_str());
-  for (const auto& host : hosts) std::printf("  records of %s\n", host.fingerprint().c_str());
+  for (const auto& host : hosts) {
+    bool weighted = host.fingerprint() == selection.emphasized_host && f.host_copies > 1;
+    std::string copies = weighted ? " (this host, x" + std::to_string(f.host_copies) + ")" : "";
+    std::printf("  records of %s%s\n", host.fingerprint().c_str(), copies.c_str());
+  }
   run_train(f.train, command);
 }
 
