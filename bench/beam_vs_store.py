@@ -27,7 +27,8 @@ def beam(tlm, model, spec):
     for line in out.splitlines():
         if "log_prob" in line:
             decisions, log_prob = line.split("log_prob")
-            candidates.append(([int(x) for x in decisions.split(",")], float(log_prob)))
+            values = [int(x) for x in decisions.split(",") if x.strip()]  # none: empty space
+            candidates.append((values, float(log_prob)))
     return candidates
 
 
