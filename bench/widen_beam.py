@@ -16,6 +16,9 @@ This script puts such schedules into the store, so the next fine-tune sees them:
       --force out.vector_width=8 --force out.vector_width=16 \
       --force out.vector_width=16,src.vector_width=16
 
+--model CHECKPOINT takes that checkpoint's beam instead of the host default's (session 45:
+a fine-tune's own picks on shapes near a held-out one, so the next fine-tune sees how they run).
+
 A forced value `max` is the largest value `tlm space TASK` lists for that point (session 34:
 out.tile1.d3=max keeps every output-channel block of a 1x1 convolution inside the cache tile,
 so its spatial loops run outside the channel blocks and each input tile is read once).
@@ -47,9 +50,9 @@ def point_indices(task):
     return names
 
 
-def beam(task, k):
-    out = subprocess.run([TLM, "gen", task, "-k", str(k)], capture_output=True, text=True,
-                         check=True).stdout
+def beam(task, k, model=None):
+    command = [TLM, "gen", task, "-k", str(k)] + (["--model", model] if model else [])
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     return [line.split()[0] for line in out.splitlines() if "log_prob" in line]
 
 
@@ -91,6 +94,7 @@ def main():
     parser.add_argument("--tasks", required=True)
     parser.add_argument("--db", required=True)
     parser.add_argument("--k", type=int, default=8)
+    parser.add_argument("--model", default=None, help="checkpoint whose beam (default: the host's)")
     parser.add_argument("--force", action="append", default=[],
                         help="NAME=VALUE[,NAME=VALUE]: one variant of each beam schedule")
     parser.add_argument("--done", default=None, help="file listing finished tasks (resume)")
@@ -102,7 +106,7 @@ def main():
     started, measured, skipped = time.time(), 0, 0
     for i, task in enumerate(todo):
         names = point_indices(task)
-        for decisions in beam(task, args.k):
+        for decisions in beam(task, args.k, args.model):
             for candidate in variants(decisions, args.force, names):
                 line = measure(task, candidate, args.db)
                 if line is None:
