@@ -308,6 +308,10 @@ TEST(Cli, ModelCommandsRejectBadInput) {
   std::ofstream(dir + "/tlm-0123456789abcdef/weights.pt") << "not a libtorch archive";
   expect_one_line_error("model --models " + dir + " promote tlm-0123456789abcdef",
                         "tlm-0123456789abcdef");
+  expect_one_line_error(
+      "model --models " + dir + " blend tlm-0123456789abcdef tlm-0123456789abcdef --weight 0.5",
+      "tlm-0123456789abcdef");
+  expect_one_line_error("model --models " + dir + " blend tlm-0 tlm-1 --weight 2", "2");
   EXPECT_EQ(run_tlm("model --models " + dir + " list").output.find("default"), std::string::npos);
   std::ofstream(dir + "/registry.json") << "{not json";
   expect_one_line_error("model --models " + dir + " list", "not valid JSON");

@@ -543,6 +543,38 @@ TEST(Checkpoint, LoadsWhatWasWrittenAndRejectsCorruptFiles) {
   EXPECT_THROW(load_checkpoint(dir + "/no-such-checkpoint"), Error);
 }
 
+// A blend is each parameter's weighted mean: weight 0 is A, 1 is B, 0.25 a quarter of
+// the way; configurations that differ and weights outside [0, 1] are refused.
+TEST(Checkpoint, BlendsAreWeightedMeansOfEveryParameter) {
+  torch::manual_seed(5);
+  auto blended = [](double weight) {
+    torch::manual_seed(6);
+    Gpt a(tiny_config()), b(tiny_config());
+    blend_into(a, b, weight);
+    return a;
+  };
+  torch::manual_seed(6);
+  Gpt a(tiny_config()), b(tiny_config());
+  Gpt none = blended(0), all = blended(1), quarter = blended(0.25);
+  auto pa = a->named_parameters(), pb = b->named_parameters();
+  ASSERT_GT(pa.size(), 4u);
+  for (const auto& item : pa) {
+    const torch::Tensor& x = item.value();
+    const torch::Tensor& y = pb[item.key()];
+    EXPECT_TRUE(torch::equal(none->named_parameters()[item.key()], x)) << item.key();
+    EXPECT_TRUE(torch::allclose(all->named_parameters()[item.key()], y)) << item.key();
+    EXPECT_TRUE(torch::allclose(quarter->named_parameters()[item.key()], 0.75 * x + 0.25 * y))
+        << item.key();
+  }
+  EXPECT_FALSE(torch::equal(pa[pa.keys()[0]], pb[pa.keys()[0]]));  // two different models
+  ModelConfig wider = tiny_config();
+  wider.d_model = 64;
+  Gpt other(wider);
+  EXPECT_THROW(blend_into(a, other, 0.5), Error);
+  EXPECT_THROW(blend_into(a, b, 1.5), Error);
+  EXPECT_THROW(blend_into(a, b, -0.1), Error);
+}
+
 TEST(Registry, PromoteRollbackAndHistory) {
   std::string dir = temp_dir("registry");
   torch::manual_seed(7);

@@ -248,6 +248,8 @@ void add_train_commands(CLI::App& app, const std::string& command_line) {
 
 struct RegistryFlags {
   std::string models_dir = "models", id, reason = "by hand";
+  std::string other;     // blend: checkpoint B
+  double weight = 0.5;   // blend: B's share
   std::string hardware;  // promote/rollback for this machine only ("this": the one running)
   int64_t activation_block = -1;  // with --hardware: the layout measured faster there
 };
@@ -268,7 +270,7 @@ void print_checkpoints(const Registry& registry) {
   }
 }
 
-void add_registry_commands(CLI::App& app) {
+void add_registry_commands(CLI::App& app, const std::string& command_line) {
   auto flags = std::make_shared<RegistryFlags>();
   auto* model = app.add_subcommand("model", "list, show, promote or roll back checkpoints");
   model->require_subcommand(1);
@@ -304,6 +306,24 @@ void add_registry_commands(CLI::App& app) {
     else
       registry.promote_for_host(flags->id, host_fingerprint(flags->hardware), flags->reason,
                                 flags->activation_block);
+  });
+  auto* blend = model->add_subcommand(
+      "blend", "a new checkpoint between two of a common ancestor: (1 - w) A + w B, per weight");
+  blend->add_option("a", flags->id, "checkpoint A (its parent becomes the blend's)")->required();
+  blend->add_option("b", flags->other, "checkpoint B")->required();
+  blend->add_option("--weight", flags->weight, "w, B's share")->required()->check(in_range(0, 1));
+  blend->callback([flags, command_line] {
+    Registry registry(flags->models_dir);
+    CheckpointInfo a_info, b_info;
+    Gpt a = load_checkpoint(registry.path_of(flags->id), &a_info);
+    Gpt b = load_checkpoint(registry.path_of(flags->other), &b_info);
+    blend_into(a, b, flags->weight);
+    CheckpointInfo info;
+    info.parent = a_info.id, info.command = command_line;
+    info.data_hash = b_info.data_hash;
+    info.metrics_json = "{\"blend_of\": [\"" + a_info.id + "\", \"" + b_info.id +
+                        "\"], \"weight\": " + std::to_string(flags->weight) + "}";
+    std::printf("%s\n", write_checkpoint(a, info, flags->models_dir).c_str());
   });
   auto* base = model->add_subcommand("base", "mark a checkpoint as the validated base");
   base->add_option("id", flags->id, "checkpoint id")->required();
@@ -355,7 +375,7 @@ void add_model_commands(CLI::App& app, const std::string& command_line, const st
   gen->add_flag("--measure", gen_flags->measure,
                 "build, verify and time each schedule (build and measurement time reported)");
   gen->callback([gen_flags, exe] { run_gen(*gen_flags, exe); });
-  add_registry_commands(app);
+  add_registry_commands(app, command_line);
 }
 
 }  // namespace tlm

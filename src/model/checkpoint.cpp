@@ -101,4 +101,19 @@ Gpt load_checkpoint(const std::string& path, CheckpointInfo* info) {
   return model;
 }
 
+void blend_into(Gpt& a, Gpt& b, double weight) {
+  if (!(weight >= 0 && weight <= 1)) throw Error("blend: the weight must be in [0, 1]");
+  if (a->config().to_json() != b->config().to_json())
+    throw Error("blend: the two checkpoints have different configurations");
+  auto into = a->named_parameters(), from = b->named_parameters();
+  if (into.size() != from.size()) throw Error("blend: the two checkpoints differ in parameters");
+  torch::NoGradGuard no_grad;
+  for (const auto& item : into) {
+    const torch::Tensor* other = from.find(item.key());
+    if (!other || !other->sizes().equals(item.value().sizes()))
+      throw Error("blend: parameter '" + item.key() + "' differs in shape or is missing");
+    item.value().mul_(1 - weight).add_(*other, weight);
+  }
+}
+
 }  // namespace tlm

@@ -19,4 +19,12 @@ std::string write_checkpoint(Gpt& model, CheckpointInfo info, const std::string&
 // corrupt, or made with another vocabulary.
 Gpt load_checkpoint(const std::string& path, CheckpointInfo* info = nullptr);
 
+// Weight-space interpolation of two checkpoints fine-tuned from a common ancestor
+// (Wortsman et al., "Robust fine-tuning of zero-shot models", 2022: WiSE-FT): every
+// parameter becomes (1 - weight) * a + weight * b. Between a model that generalizes and one
+// tuned harder on a host's records, a blend keeps much of the tuned one's gain with less of
+// its drift on unseen shapes. `a` receives the result. Throws tlm::Error when the two differ
+// in shape or `weight` is outside [0, 1].
+void blend_into(Gpt& a, Gpt& b, double weight);
+
 }  // namespace tlm
