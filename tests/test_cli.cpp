@@ -311,7 +311,8 @@ TEST(Cli, ModelCommandsRejectBadInput) {
   expect_one_line_error(
       "model --models " + dir + " blend tlm-0123456789abcdef tlm-0123456789abcdef --weight 0.5",
       "tlm-0123456789abcdef");
-  expect_one_line_error("model --models " + dir + " blend tlm-0 tlm-1 --weight 2", "2");
+  expect_one_line_error("model --models " + dir + " blend tlm-0 tlm-1 --weight 2",
+                        "not a number in [0, 1]");
   EXPECT_EQ(run_tlm("model --models " + dir + " list").output.find("default"), std::string::npos);
   std::ofstream(dir + "/registry.json") << "{not json";
   expect_one_line_error("model --models " + dir + " list", "not valid JSON");

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/flag_checks.h"
 #include "measure/measurer.h"
@@ -272,7 +273,7 @@ void print_checkpoints(const Registry& registry) {
 
 void add_registry_commands(CLI::App& app, const std::string& command_line) {
   auto flags = std::make_shared<RegistryFlags>();
-  auto* model = app.add_subcommand("model", "list, show, promote or roll back checkpoints");
+  auto* model = app.add_subcommand("model", "list, show, promote, roll back or blend checkpoints");
   model->require_subcommand(1);
   model->add_option("--models", flags->models_dir, "models directory");
   model->add_subcommand("list", "every checkpoint, with the default and the base marked")
@@ -321,8 +322,8 @@ void add_registry_commands(CLI::App& app, const std::string& command_line) {
     CheckpointInfo info;
     info.parent = a_info.id, info.command = command_line;
     info.data_hash = b_info.data_hash;
-    info.metrics_json = "{\"blend_of\": [\"" + a_info.id + "\", \"" + b_info.id +
-                        "\"], \"weight\": " + std::to_string(flags->weight) + "}";
+    info.metrics_json =
+        nlohmann::json{{"blend_of", {a_info.id, b_info.id}}, {"weight", flags->weight}}.dump();
     std::printf("%s\n", write_checkpoint(a, info, flags->models_dir).c_str());
   });
   auto* base = model->add_subcommand("base", "mark a checkpoint as the validated base");
