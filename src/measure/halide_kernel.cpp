@@ -2,6 +2,7 @@
 // Halide autoschedulers, JIT-compiled for the host; plus the dispatch to vendor
 // libraries and the injected faults used to test isolation.
 #include <Halide.h>
+#include <cpuid.h>
 
 #include <chrono>
 #include <cstdio>
@@ -27,6 +28,30 @@ namespace tlm {
 namespace {
 
 int g_threads = 2;
+
+// Halide 14 takes a Zen 4 (AVX-512 with VNNI and BF16) for Sapphire Rapids, whose LLVM
+// target adds AVX-VNNI: the VEX-encoded vpdpwssd it may then emit is an illegal
+// instruction on Zen 4. The feature is kept only where CPUID reports AVX-VNNI
+// (leaf 7, sub-leaf 1, EAX bit 4).
+bool cpu_has_avx_vnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
+}
+
+Halide::Target runnable(Halide::Target target) {
+  if (target.has_feature(Halide::Target::AVX512_SapphireRapids) && !cpu_has_avx_vnni())
+    target = target.without_feature(Halide::Target::AVX512_SapphireRapids);
+  return target;
+}
+
+// The targets kernels are compiled for: this machine's, as Halide detects it, less what
+// the CPU cannot run.
+Halide::Target jit_target() {
+  return runnable(Halide::get_jit_target_from_environment());
+}
+Halide::Target host_target() {
+  return runnable(Halide::get_host_target());
+}
 
 // A JIT kernel's parallel loops on the pool compiled models run them on (runtime/
 // spin_pool.h), so that a schedule is timed as a model step runs it. On Halide's own pool
@@ -68,7 +93,7 @@ class HalideKernel : public Kernel {
       params_.set(pipeline_.inputs[i], input_buffers_.back());
     }
     dump_generated_code();
-    halide_.compile_jit(Halide::get_jit_target_from_environment());
+    halide_.compile_jit(jit_target());
     if (!halide_pool_asked() && spin_pool_size() == g_threads)
       halide_.jit_handlers().custom_do_par_for = spin_pool_par_for;
   }
@@ -79,7 +104,7 @@ class HalideKernel : public Kernel {
     const char* prefix = std::getenv("TLM_DUMP_KERNEL");
     if (!prefix) return;
     std::vector<Halide::Argument> args(pipeline_.inputs.begin(), pipeline_.inputs.end());
-    Halide::Target target = Halide::get_jit_target_from_environment();
+    Halide::Target target = jit_target();
     halide_.compile_to_lowered_stmt(std::string(prefix) + ".stmt", args, Halide::Text, target);
     halide_.compile_to_assembly(std::string(prefix) + ".s", args, "kernel", target);
   }
@@ -134,8 +159,7 @@ std::string autoschedule(TaskPipeline& pipeline, KernelMethod method) {
   Halide::Pipeline p(pipeline.output());
   Halide::MachineParams params(g_threads, 32 * 1024 * 1024, 40);
   QuietCerr quiet;
-  auto results = p.auto_schedule(autoscheduler_name(method),
-                                 Halide::get_jit_target_from_environment(), params);
+  auto results = p.auto_schedule(autoscheduler_name(method), jit_target(), params);
   return results.schedule_source;
 }
 
@@ -306,7 +330,7 @@ int64_t compile_task_object(const TaskSpec& task, const Candidate& candidate,
     ScheduledPipeline scheduled = schedule_candidate(task, candidate, options);
     std::vector<Halide::Argument> args(scheduled.pipeline.inputs.begin(),
                                        scheduled.pipeline.inputs.end());
-    Halide::Target target = Halide::get_host_target().with_feature(Halide::Target::NoRuntime);
+    Halide::Target target = host_target().with_feature(Halide::Target::NoRuntime);
     Halide::Func output = scheduled.pipeline.output();
     if (options.prefetch_weights && scheduled.pipeline.shape.prefetch_packable &&
         scheduled.weight_block > 1)
@@ -320,7 +344,7 @@ int64_t compile_task_object(const TaskSpec& task, const Candidate& candidate,
 }
 
 void compile_runtime_object(const std::string& path) {
-  Halide::compile_standalone_runtime(path, Halide::get_host_target());
+  Halide::compile_standalone_runtime(path, host_target());
 }
 
 Tensor reference_output(const TaskSpec& task, const std::vector<Tensor>& inputs) {
