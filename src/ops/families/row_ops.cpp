@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "ops/family.h"
+#include "ops/fast_math.h"
 #include "ops/pipeline_builder.h"
 #include "util/error.h"
 
@@ -111,8 +112,8 @@ void build_row_op(PipelineBuilder& b) {
         [](Expr a, Expr v) { return Halide::max(a, v); }, x_at, true);
     Func sum = row_reduction(
         b, "rowsum", rows, cols, 0.0f, plus,
-        [&](Expr c) { return Halide::exp(X(c, row) - mx(row)); }, false);
-    value = Halide::exp(X(col, row) - mx(row)) / sum(row);
+        [&](Expr c) { return bounded_exp(X(c, row) - mx(row)); }, false);
+    value = bounded_exp(X(col, row) - mx(row)) / sum(row);
   } else if (t.kind == TaskKind::LayerNorm) {
     Expr eps = float(t.real("eps"));
     ImageParam gamma = b.input("gamma", {cols}), beta = b.input("beta", {cols});

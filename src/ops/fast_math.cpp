@@ -1,0 +1,24 @@
+#include "ops/fast_math.h"
+
+namespace tlm {
+
+Halide::Expr bounded_exp(const Halide::Expr& z_in) {
+  using Halide::Expr;
+  Expr z = Halide::clamp(z_in, -87.0f, 88.0f);
+  // k = round(z / ln2): adding 1.5 * 2^23 leaves k in the low mantissa bits
+  Expr shifted = z * 1.44269504088896341f + 12582912.0f;
+  Expr k = Halide::reinterpret(Halide::Int(32), shifted) - 0x4B400000;
+  // r = z - k ln2 in [-ln2/2, ln2/2]; one constant (Halide folds a two-part ln2 back
+  // into one), so r's error is at most |k| * 2e-8
+  Expr r = z - Halide::cast<float>(k) * 0.693147180559945309f;
+  Expr p = 1.9875691500e-4f * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  Expr two_to_k = Halide::reinterpret(Halide::Float(32), Halide::cast<uint32_t>(k + 127) << 23);
+  return p * two_to_k;
+}
+
+}  // namespace tlm

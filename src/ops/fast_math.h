@@ -1,0 +1,21 @@
+// fast_math: transcendental functions for task algorithms where Halide's own are slower
+// than they need to be on x86.
+//
+// Halide 14's exp(float) rounds with a floor() that AVX-512 targets split into two
+// 256-bit vroundps, and masks its overflow and underflow lanes; sigmoid-based epilogues
+// (SiLU, sigmoid, tanh, GELU's tanh form) and softmax spend most of their time there.
+// bounded_exp clamps its argument to where exp is a normal float, reduces by k ln2 with
+// a magic-number round (no round instruction), evaluates Cephes' expf polynomial (degree
+// 7 in the reduced argument) and builds 2^k from exponent bits: 21 instructions for
+// SiLU on 16 floats where Halide's took 29, relative error about 1e-6 for |z| < 20 and
+// at most 4e-6 over the whole clamped range.
+#pragma once
+#include <Halide.h>
+
+namespace tlm {
+
+// exp(z) for z clamped to [-87, 88]: exact enough wherever the caller cannot tell
+// exp(88) from infinity or exp(-87) from zero (1 / (1 + exp(-x)), exp(x - rowmax)).
+Halide::Expr bounded_exp(const Halide::Expr& z);
+
+}  // namespace tlm
