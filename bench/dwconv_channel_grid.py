@@ -76,7 +76,8 @@ def main():
                                 "--db", args.db], capture_output=True, text=True)
             ok += r.returncode == 0
             if r.returncode:
-                print(f"  {decisions}: {r.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+                why = (r.stderr.strip().splitlines() or ["no message"])[-1]
+                print(f"  {decisions}: {why}", file=sys.stderr)
         eta = (time.time() - start) / (i + 1) * (len(specs) - i - 1)
         print(f"[{i + 1}/{len(specs)}] {ok} stored, ETA {eta:.0f} s  {spec}", flush=True)
 
