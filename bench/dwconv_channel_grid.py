@@ -14,10 +14,8 @@ records for fine-tuning. Resumable: a task with records of this family is skippe
 """
 import argparse
 import re
-import sqlite3
-import subprocess
-import sys
-import time
+
+from grid_runner import read_tasks, run_grid
 
 
 def corpus_tasks():
@@ -47,39 +45,14 @@ def grid(spec):
                        f"{d['r']},{d['s']},1,1,0,4,16")
 
 
-def stored(db, spec):
-    try:
-        con = sqlite3.connect(db)
-        n = con.execute("select count(*) from records where task_spec = ? and method = 'manual'",
-                        (spec,)).fetchone()[0]
-        con.close()
-        return n > 0
-    except sqlite3.Error:
-        return False
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--db", required=True)
     ap.add_argument("--tasks", help="a file of task specs (first word of each line)")
     ap.add_argument("--tlm", default="./build/src/cli/tlm")
     args = ap.parse_args()
-    specs = ([l.split()[0] for l in open(args.tasks) if l.strip() and not l.startswith("#")]
-             if args.tasks else corpus_tasks())
-    start = time.time()
-    for i, spec in enumerate(specs):
-        if stored(args.db, spec):
-            continue
-        ok = 0
-        for decisions in grid(spec):
-            r = subprocess.run([args.tlm, "measure", spec, "--decisions", decisions, "--store",
-                                "--db", args.db], capture_output=True, text=True)
-            ok += r.returncode == 0
-            if r.returncode:
-                why = (r.stderr.strip().splitlines() or ["no message"])[-1]
-                print(f"  {decisions}: {why}", file=sys.stderr)
-        eta = (time.time() - start) / (i + 1) * (len(specs) - i - 1)
-        print(f"[{i + 1}/{len(specs)}] {ok} stored, ETA {eta:.0f} s  {spec}", flush=True)
+    specs = read_tasks(args.tasks) if args.tasks else corpus_tasks()
+    run_grid(specs, grid, args.db, args.tlm)
 
 
 if __name__ == "__main__":

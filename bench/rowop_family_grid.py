@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Row-tiled schedules of softmax, layernorm and rmsnorm, measured and stored.
+
+Session 50 (Zen 4) found one family of row-operation schedules 1.8x-3x faster than the
+shipped model's top-1 and than the best stored record on most softmax and layernorm shapes
+(bench/reports/rowop_grid_s50_zen4.txt): the whole row as the column tile, split in
+vector-friendly pieces of up to 128 columns; a block of 8-48 rows, 4 at a time in
+registers, the blocks run in parallel; the row statistics computed per block
+(`location` 2) with one pass over the full row. Where the columns have no multiple-of-16
+divisor (49, 197), the rows are the vector dimension instead. The stored records of these
+tasks came from 24-trial tunes that never reached the family, so a fine-tune learned slow
+row operations from them and flipped near-ties between fine-tunes. This script measures
+the family on each task of a list, or on a default grid of shapes, and stores the results
+as `manual` records for fine-tuning (bench/grid_runner.py: resumable, shows progress).
+
+  python3 bench/rowop_family_grid.py --db bench/results/rowop_grid.db [--tasks FILE]
+  python3 bench/rowop_family_grid.py --db bench/results/rowop_grid.db \
+      --compare bench/results/records.db --hardware FINGERPRINT
+"""
+import argparse
+import re
+
+from grid_runner import compare, read_tasks, run_grid
+
+# The row statistics' decisions after the output's eight: location 2 (per row block),
+# vector width 1, the reduction split at the whole row, a reduction order, no unroll.
+STATISTICS = {
+    "softmax": ["2,1,{c},1,0", "2,1,1,0,0"],  # rowsum, rowmax
+    "layernorm": ["2,1,{c},2,0", "2,1,{c},1,0"],  # rowvar, rowsum
+    "rmsnorm": ["2,1,{c},2,0"],  # rowsq
+}
+
+
+def default_tasks():
+    tasks = []
+    for rows in (128, 512, 768, 1536, 3072):
+        for cols in (49, 64, 80, 96, 112, 128, 197, 256, 384, 512):
+            tasks.append(f"softmax:rows={rows},cols={cols}")
+    for rows in (32, 64, 128, 197, 256, 512):
+        for cols in (256, 384, 512, 768, 1024, 1280, 2048):
+            tasks.append(f"layernorm:rows={rows},cols={cols}")
+    for rows in (32, 128, 512):
+        for cols in (768, 2048, 4096):
+            tasks.append(f"rmsnorm:rows={rows},cols={cols}+mul")
+    return tasks
+
+
+def row_blocks(rows, sizes):
+    """Row block sizes the space allows (divisors of rows or powers of two) that leave at
+    least two blocks to run in parallel."""
+    return [b for b in sizes
+            if 2 * b <= rows and (rows % b == 0 or b & (b - 1) == 0)]
+
+
+def grid(spec):
+    op = spec.split(":")[0]
+    d = {k: int(v) for k, v in re.findall(r"(rows|cols)=(\d+)", spec)}
+    rows, cols = d["rows"], d["cols"]
+    stats = ",".join(s.format(c=cols) for s in STATISTICS[op])
+    wide = (16, 32) if op == "softmax" else (8, 16)
+    blocks = row_blocks(rows, (16, 32, 48) if op == "softmax" else (8, 16))
+    pieces = {cols} | {next((p for p in range(top, 15, -16) if cols % p == 0), cols)
+                       for top in (64, 128)}
+    if cols % 16 == 0:  # vectors along the columns
+        for piece in sorted(pieces):
+            for block in blocks:
+                for width in wide:
+                    if piece % width == 0:
+                        yield f"{cols},{piece},{block},4,0,{width},1,1,{stats}"
+    else:  # vectors along the rows
+        for block in row_blocks(rows, (16, 32, 64)):
+            for width in (8, 16):
+                yield f"{cols},{cols},{block},{width},1,{width},1,1,{stats}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--db", required=True)
+    ap.add_argument("--tasks", help="a file of task specs (first word of each line)")
+    ap.add_argument("--tlm", default="./build/src/cli/tlm")
+    ap.add_argument("--compare", metavar="STORE",
+                    help="instead of measuring: each task's family best against STORE's best")
+    ap.add_argument("--hardware", help="with --compare: whose records in STORE")
+    args = ap.parse_args()
+    if args.compare:
+        return compare(args.db, args.compare, args.hardware)
+    run_grid(read_tasks(args.tasks) if args.tasks else default_tasks(), grid, args.db,
+             args.tlm)
+
+
+if __name__ == "__main__":
+    main()
