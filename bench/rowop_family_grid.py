@@ -6,8 +6,9 @@ shipped model's top-1 and than the best stored record on most softmax and layern
 (bench/reports/rowop_grid_s50_zen4.txt): the whole row as the column tile, split in
 vector-friendly pieces of up to 128 columns; a block of 8-48 rows, 4 at a time in
 registers, the blocks run in parallel; the row statistics computed per block
-(`location` 2) with one pass over the full row. Where the columns have no multiple-of-16
-divisor (49, 197), the rows are the vector dimension instead. The stored records of these
+(`location` 2) with one pass over the full row. Columns in multiples of 8 but not 16
+(40, 72, 200) get vectors of 8; where the columns are not a multiple of 8 (49, 197), the
+rows are the vector dimension instead. The stored records of these
 tasks came from 24-trial tunes that never reached the family, so a fine-tune learned slow
 row operations from them and flipped near-ties between fine-tunes. This script measures
 the family on each task of a list, or on a default grid of shapes, and stores the results
@@ -59,14 +60,14 @@ def grid(spec):
     stats = ",".join(s.format(c=cols) for s in STATISTICS[op])
     wide = (16, 32) if op == "softmax" else (8, 16)
     blocks = row_blocks(rows, (16, 32, 48) if op == "softmax" else (8, 16))
-    pieces = {cols} | {next((p for p in range(top, 15, -16) if cols % p == 0), cols)
-                       for top in (64, 128)}
-    if cols % 16 == 0:  # vectors along the columns
+    if cols % 8 == 0:  # vectors along the columns
+        step = 16 if cols % 16 == 0 else 8  # pieces of 16k columns, else 8k (session 50b)
+        pieces = {cols} | {next((p for p in range(top, step - 1, -step) if cols % p == 0), cols)
+                           for top in (64, 128)}
         for piece in sorted(pieces):
             for block in blocks:
-                for width in wide:
-                    if piece % width == 0:
-                        yield f"{cols},{piece},{block},4,0,{width},1,1,{stats}"
+                for width in [w for w in wide if piece % w == 0] or [8]:
+                    yield f"{cols},{piece},{block},4,0,{width},1,1,{stats}"
     else:  # vectors along the rows
         for block in row_blocks(rows, (16, 32, 64)):
             for width in (8, 16):
