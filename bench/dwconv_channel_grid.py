@@ -8,14 +8,15 @@ tile of 4-14 output columns by 1-2 rows, the window unrolled, the input staged p
 The store held only 22 such tasks (the zoo's), so the model had little to learn them from.
 This script measures that family (tile columns x rows, the legal ones) on each task of a
 list, or on the dwconv corpus shapes in blocks of 16, and stores the results as `manual`
-records for fine-tuning. Resumable: a task with records of this family is skipped.
+records for fine-tuning (bench/grid_runner.py: resumable, shows progress).
 
   python3 bench/dwconv_channel_grid.py --db bench/results/dwconv_grid.db [--tasks FILE]
+  python3 bench/dwconv_channel_grid.py --db bench/results/dwconv_grid.db \
+      --compare bench/results/records.db --hardware FINGERPRINT
 """
-import argparse
 import re
 
-from grid_runner import read_tasks, run_grid
+from grid_runner import grid_main
 
 
 def corpus_tasks():
@@ -36,6 +37,10 @@ def corpus_tasks():
 
 def grid(spec):
     d = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", spec)}
+    if not spec.startswith("dwconv2d:") or d.get("in_block") != 16:
+        raise ValueError(f"{spec}: not a depthwise convolution in blocks of 16 channels")
+    if not {"h", "w", "r", "s", "stride", "pad"} <= d.keys():
+        raise ValueError(f"{spec}: needs h, w, r, s, stride and pad")
     wo = (d["w"] + 2 * d["pad"] - d["s"]) // d["stride"] + 1
     ho = (d["h"] + 2 * d["pad"] - d["r"]) // d["stride"] + 1
     for tw in (4, 7, 8, 14):
@@ -45,15 +50,5 @@ def grid(spec):
                        f"{d['r']},{d['s']},1,1,0,4,16")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--db", required=True)
-    ap.add_argument("--tasks", help="a file of task specs (first word of each line)")
-    ap.add_argument("--tlm", default="./build/src/cli/tlm")
-    args = ap.parse_args()
-    specs = read_tasks(args.tasks) if args.tasks else corpus_tasks()
-    run_grid(specs, grid, args.db, args.tlm)
-
-
 if __name__ == "__main__":
-    main()
+    grid_main(__doc__, grid, corpus_tasks)

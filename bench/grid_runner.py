@@ -1,9 +1,13 @@
 """Measure a fixed family of schedules on each task of a list and store them as `manual`
-records: the shared loop of the family grids (bench/dwconv_channel_grid.py,
+records: the shared loop and command line of the family grids (bench/dwconv_channel_grid.py,
 bench/rowop_family_grid.py). Resumable: a task that already has `manual` records in the
 database is skipped. Prints progress (tasks done / total, ETA) and, for a candidate that
-fails, the last line of its error."""
+fails, the last line of its error. `--compare STORE --hardware FINGERPRINT` prints instead
+each task's best of the family against the best STORE holds for that machine. Bad input
+(a missing file, a task the family does not cover) is a one-line error and exit status 1."""
+import argparse
 import math
+import os
 import sqlite3
 import subprocess
 import sys
@@ -65,3 +69,31 @@ def compare(db, store, hardware):
         print(f"{len(ratios)} tasks with stored records: stored best / family best, geomean "
               f"{geomean:.2f}x, min {min(ratios):.2f}x, max {max(ratios):.2f}x; family slower "
               f"on {sum(r < 1 for r in ratios)}")
+
+
+def grid_main(doc, grid, default_tasks):
+    """The command line of a family grid: `grid(spec)` yields decision strings (ValueError
+    for a task the family does not cover), `default_tasks()` the specs without --tasks."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--db", required=True, help="where the family's records go")
+    ap.add_argument("--tasks", help="a file of task specs (first word of each line)")
+    ap.add_argument("--tlm", default="./build/src/cli/tlm")
+    ap.add_argument("--compare", metavar="STORE",
+                    help="instead of measuring: each task's family best against STORE's best")
+    ap.add_argument("--hardware", help="with --compare: whose records in STORE (a fingerprint)")
+    args = ap.parse_args()
+    name = os.path.basename(sys.argv[0])
+    try:
+        if args.compare:
+            if not args.hardware:
+                raise ValueError("--compare needs --hardware FINGERPRINT")
+            for path in (args.db, args.compare):
+                if not os.path.isfile(path):
+                    raise ValueError(f"no record store at {path}")
+            return compare(args.db, args.compare, args.hardware)
+        specs = read_tasks(args.tasks) if args.tasks else default_tasks()
+        for spec in specs:  # every task checked before the first measurement
+            list(grid(spec))
+        run_grid(specs, grid, args.db, args.tlm)
+    except (OSError, ValueError, sqlite3.Error) as e:
+        sys.exit(f"{name}: error: {e}")
