@@ -35,7 +35,8 @@ def task_records(db, spec, hardware, cold):
 
 
 def looked_up(db, plan_path, cold):
-    plan = json.load(open(plan_path))
+    with open(plan_path) as f:
+        plan = json.load(f)
     rows = {}
     for task in plan["tasks"]:
         records = task_records(db, task["spec"], plan["hardware"], cold)
