@@ -97,20 +97,20 @@ def model_name(entry):
     return entry["model"][:-5] if entry["model"].endswith(".onnx") else entry["model"]
 
 
-def model_row(db, plan_db, entry, artifacts, peak_gflops):
-    name = model_name(entry)
-    folder = os.path.join(artifacts, name)
+def model_row(db, plan_db, entry, folder, report, peak_gflops):
+    """One model's figures: `folder` its artifact, `report` its report.json (or None)."""
     plan_path = os.path.join(folder, "plan.json")
     plan_sum, fastest_sum = kernel_sums(db, plan_db, plan_path)
     tlm_ms = entry["compiled"]["median_ms"]
     peer = entry["fastest_peer"]
     peer_ms = entry["peers"][peer]["median_ms"]
     projected = tlm_ms * fastest_sum / plan_sum if plan_sum > 0 else tlm_ms
-    bound = peak_ms(report_of(folder), peak_gflops)
+    bound = peak_ms(report, peak_gflops)
     if bound:  # records from noisier hours can scale it past what the peak allows
         projected = max(projected, bound)
-    return {"model": name, "batch": batch_of(plan_path), "tlm_ms": tlm_ms, "peer": peer,
-            "peer_ms": peer_ms, "speed": peer_ms / tlm_ms, "kernels_ms": plan_sum, "fastest_ms": fastest_sum,
+    return {"model": model_name(entry), "batch": batch_of(plan_path), "tlm_ms": tlm_ms,
+            "peer": peer, "peer_ms": peer_ms, "speed": peer_ms / tlm_ms,
+            "kernels_ms": plan_sum, "fastest_ms": fastest_sum,
             "projected_ms": projected, "projected_speed": peer_ms / projected,
             "peak_ms": bound, "peak_speed": peer_ms / bound if bound else None}
 
@@ -173,8 +173,10 @@ def main():
         db, plan_db = (sqlite3.connect(f"file:{path}?mode=ro", uri=True) if path else None
                        for path in (args.db, args.plan_db))
         folders = [os.path.join(args.artifacts, model_name(e)) for e in entries]
-        peak = machine_peak([report_of(f) for f in folders])
-        rows = [model_row(db, plan_db, e, args.artifacts, peak) for e in entries]
+        reports = [report_of(f) for f in folders]
+        peak = machine_peak(reports)
+        rows = [model_row(db, plan_db, e, f, r, peak)
+                for e, f, r in zip(entries, folders, reports)]
         rows = [r for r in rows if (r["model"] in args.models if args.models else r["batch"] == 1)]
         if not rows:
             raise ValueError("no model to compare")

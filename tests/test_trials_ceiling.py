@@ -65,7 +65,9 @@ class Ceiling(unittest.TestCase):
 
     def test_projection_and_bound_by_hand(self):
         entry = json.load(open(os.path.join(self.root, "run.json")))[0]
-        row = trials_ceiling.model_row(self.db, None, entry, os.path.join(self.root, "art"), 100.0)
+        folder = os.path.join(self.root, "art", "cnn")
+        report = trials_ceiling.report_of(folder)
+        row = trials_ceiling.model_row(self.db, None, entry, folder, report, 100.0)
         self.assertEqual(row["batch"], 1)
         self.assertAlmostEqual(row["kernels_ms"], 2 * 2.0 + 4.0)
         self.assertAlmostEqual(row["fastest_ms"], 2 * 1.0 + 4.0)
@@ -74,7 +76,7 @@ class Ceiling(unittest.TestCase):
         self.assertAlmostEqual(row["peak_ms"], 5.0)  # 0.5 GFLOP at 100 GFLOP/s
         self.assertAlmostEqual(row["peak_speed"], 24.0 / 5.0)
         own = sqlite3.connect(os.path.join(self.root, "own.db"))
-        row = trials_ceiling.model_row(self.db, own, entry, os.path.join(self.root, "art"), 100.0)
+        row = trials_ceiling.model_row(self.db, own, entry, folder, report, 100.0)
         self.assertAlmostEqual(row["kernels_ms"], 2 * 1.5 + 4.0)  # the run's own timing
         self.assertAlmostEqual(row["fastest_ms"], 2 * 1.0 + 4.0)
         self.assertAlmostEqual(row["projected_ms"], 20.0 * 6.0 / 7.0)
