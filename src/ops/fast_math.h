@@ -5,10 +5,12 @@
 // 256-bit vroundps, and masks its overflow and underflow lanes; sigmoid-based epilogues
 // (SiLU, sigmoid, tanh, GELU's tanh form) and softmax spend most of their time there.
 // bounded_exp clamps its argument to where exp is a normal float, reduces by k ln2 with
-// a magic-number round (no round instruction), evaluates Cephes' expf polynomial (degree
-// 7 in the reduced argument) and builds 2^k from exponent bits: 21 instructions for
-// SiLU on 16 floats where Halide's took 29, relative error about 1e-6 for |z| < 20 and
-// at most 4e-6 over the whole clamped range.
+// a magic-number round (no round instruction), evaluates a degree-5 minimax polynomial
+// in the reduced argument and builds 2^k from exponent bits: 17 instructions for SiLU on
+// 16 floats where Halide's took 29 (and Cephes' degree-7 expf polynomial 21), relative
+// error about 1e-6 for |z| < 20 and at most 4e-6 over the whole clamped range (r's error
+// grows with |k|). A channel-blocked 1x1 convolution 16->96 at 112x112 with its SiLU:
+// 0.324 -> 0.298 ms on Zen 4 (0.17 with ReLU6: SiLU costs more than the 16 FMAs a value).
 #pragma once
 #include <Halide.h>
 
