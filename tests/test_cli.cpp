@@ -351,6 +351,26 @@ TEST(Cli, KillDuringTuneKeepsCommittedRecords) {
   EXPECT_EQ(store.count() % 16, 0) << "a batch was half written";
 }
 
+// `tune --method refine` goes on from the task's stored records of any method: each
+// trial is a schedule not stored yet, and with nothing stored it is a one-line error.
+TEST(Cli, RefineTuneMeasuresOnlyNewSchedules) {
+  std::string db = temp_path("refine.db");
+  const std::string tune = "tune matmul:m=8,n=16,k=8 --threads 1 --seed 3 --db " + db;
+  expect_one_line_error(tune + " --method refine --trials 4", "no passing record");
+  ASSERT_EQ(run_tlm(tune + " --method random --trials 16").exit_code, 0);
+  for (int round = 1; round <= 2; ++round) {
+    CliRun r = run_tlm(tune + " --method refine --trials 12");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("12 measured"), std::string::npos) << r.output;
+    RecordStore store(db);
+    EXPECT_EQ(store.count(), 16 + 12 * round) << "a trial re-measured a stored schedule";
+    int refined = 0;
+    for (const Record& rec : store.query(store.task_keys().at(0)))
+      refined += rec.method == "refine";
+    EXPECT_EQ(refined, 12 * round);
+  }
+}
+
 // The count N of "round R: N measured" in improve's output (-1 when absent).
 int measured_in_round(const std::string& output, int round) {
   std::string key = "round " + std::to_string(round) + ": ";

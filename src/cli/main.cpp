@@ -292,7 +292,8 @@ void add_search_commands(CLI::App& app, Flags& f, Commands& c) {
   c.tune = app.add_subcommand("tune", "search a task's space with measured trials");
   c.tune->add_option("task", f.spec, "task spec")->required();
   c.tune->add_option("--method", f.search_method,
-                     "random | evolutionary | transfer (evolutionary, seeded from similar tasks)");
+                     "random | evolutionary | transfer (evolutionary, seeded from similar "
+                     "tasks) | refine (seeded from the task's own fastest stored schedules)");
   c.tune->add_option("--trials", f.search.trials, "measured trials")->check(in_range(0, 100000));
   c.tune->add_option("--seed", f.search.seed, "random seed")->check(seed_range());
   c.tune->add_option("--exclude", f.transfer_exclude,

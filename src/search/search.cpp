@@ -169,7 +169,7 @@ std::vector<Decisions> take_seeds(Proposer& proposer, std::vector<Decisions>& se
 }
 
 const std::vector<std::string>& search_method_names() {
-  static const std::vector<std::string> names = {"random", "evolutionary", "transfer"};
+  static const std::vector<std::string> names = {"random", "evolutionary", "transfer", "refine"};
   return names;
 }
 
@@ -181,14 +181,16 @@ std::vector<Decisions> propose(Proposer& proposer, CostModel& model, SearchMetho
   return guided_batch(proposer, model, population, count);
 }
 
-// This search method's own records of the task (so a budget of N trials means N of its
-// own measurements, never another method's), and of them the fastest that are still
-// schedules of the space (one that changed since may no longer allow some).
+// The records the search goes on from: this method's own (so a budget of N trials means N
+// of its own measurements, never another method's), or for `refine` every record of the
+// task. population_of keeps the fastest that are still schedules of the space (one that
+// changed since may no longer allow some).
 std::vector<Record> own_records(const RecordStore& store, const TaskSpec& task,
                                 const SearchOptions& options) {
   std::vector<Record> mine;
   for (auto& r : store.query(task.key(), timed_fingerprint(options.hardware, task)))
-    if (r.method == search_method_name(options.method)) mine.push_back(std::move(r));
+    if (options.method == SearchMethod::Refine || r.method == search_method_name(options.method))
+      mine.push_back(std::move(r));
   return mine;
 }
 
@@ -264,7 +266,7 @@ bool find_search_method(const std::string& name, SearchMethod& method) {
 SearchMethod search_method_named(const std::string& name) {
   SearchMethod method;
   if (!find_search_method(name, method))
-    throw Error("unknown search method '" + name + "' (random|evolutionary|transfer)");
+    throw Error("unknown search method '" + name + "' (random|evolutionary|transfer|refine)");
   return method;
 }
 
@@ -294,6 +296,10 @@ SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& s
   if (options.method == SearchMethod::Transfer)
     seeds = transfer_seeds(store, task, space, options.hardware, kTransferSeeds, options.seed,
                            options.transfer_excluded);
+  if (options.method == SearchMethod::Refine &&
+      population_of(space, own_records(store, task, options)).empty())
+    throw Error("refine: no passing record of " + task.key() +
+                " on this hardware to go on from (tune it with another method first)");
   SearchReport report;
   double started = wall_seconds();
   while (report.measured < options.trials) {

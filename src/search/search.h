@@ -3,7 +3,10 @@
 // the evolutionary population is read back from the store, so a search resumes where
 // an earlier one (of the same method) left off. These are baselines for the generator and
 // produce its training data. `transfer` is the evolutionary search whose first trials are
-// the best schedules of the most similar stored tasks (see transfer.h).
+// the best schedules of the most similar stored tasks (see transfer.h). `refine` is the
+// evolutionary search that goes on from every stored record of the task, whichever
+// method measured it: its population is the task's fastest stored schedules, its cost
+// model learns from all of them, and its trials are only schedules not stored yet.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,8 +18,8 @@
 
 namespace tlm {
 
-enum class SearchMethod : uint8_t { Random, Evolutionary, Transfer };
-// "random", "evolutionary", "transfer": also the method label of the records it stores.
+enum class SearchMethod : uint8_t { Random, Evolutionary, Transfer, Refine };
+// "random", "evolutionary", "transfer", "refine": also the method label of the records it stores.
 const std::string& search_method_name(SearchMethod method);
 // Throws tlm::Error naming the known methods for an unknown name.
 SearchMethod search_method_named(const std::string& name);
@@ -51,6 +54,7 @@ Record measured_record(const std::string& hardware, const TaskSpec& task,
                        const std::vector<int64_t>& decisions, const std::string& method,
                        const std::string& checkpoint, const MeasureResult& measured);
 
+// Throws tlm::Error when `refine` finds no passing record of the task to go on from.
 SearchReport run_search(const TaskSpec& task, Measurer& measurer, RecordStore& store,
                         const SearchOptions& options);
 
