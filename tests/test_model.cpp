@@ -185,7 +185,7 @@ TEST_P(Generation, GreedyMatchesAPlainFullPassDecoder) {
   auto prompt = encode_prompt(test_hardware(), task, space.shape());
   auto greedy = generate(model, prompt, space, {1, "greedy", 0, 1.0}).at(0).decisions;
   torch::NoGradGuard no_grad;
-  DecisionCursor cursor(space);
+  DecisionCursor cursor(space, true);
   std::vector<int64_t> sentence(prompt.begin(), prompt.end());
   while (!cursor.done()) {
     auto tokens = torch::tensor(sentence, torch::kLong).view({1, int64_t(sentence.size())});
@@ -222,6 +222,32 @@ TEST_P(Generation, BeamScoreIsTheSentenceLogProbabilityUnderTheModel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryOpKind, Generation, ::testing::ValuesIn(every_task_example()));
+
+// Generation proposes only ScheduleSpace::proposable_values: a task of 9.6 MFLOP never on
+// one thread where its tiles let it run in parallel, by beam search or by sampling, though
+// the space allows it.
+TEST(Generation, LargeTasksAreNeverProposedOnOneThread) {
+  Gpt model = tiny_model(7);
+  TaskSpec task =
+      parse_task_spec("conv2d:n=1,c=384,h=14,w=14,k=64,r=1,s=1,in_block=16,out_block=16+bias+add");
+  ScheduleSpace space(describe_task(task));
+  size_t parallel = 0;
+  while (space.point(parallel).name != "out.parallel") ++parallel;
+  auto prompt = encode_prompt(test_hardware(), task, space.shape());
+  int could_run_on_one_thread = 0;
+  for (const char* mode : {"beam", "sample"}) {
+    auto generated = generate(model, prompt, space, {16, mode, 3, 1.5});
+    ASSERT_FALSE(generated.empty());
+    for (const auto& g : generated) {
+      ASSERT_TRUE(space.is_legal(g.decisions));
+      // (tiles that leave one tile per loop allow nothing but one thread)
+      if (space.legal_values(parallel, g.decisions).size() == 1) continue;
+      ++could_run_on_one_thread;
+      EXPECT_NE(g.decisions[parallel], 0) << mode;
+    }
+  }
+  EXPECT_GT(could_run_on_one_thread, 8);
+}
 
 // Reusing the keys and values of the previous prompt's shared prefix changes nothing.
 TEST(Generation, PromptCacheGivesTheSameSchedules) {

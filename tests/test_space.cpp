@@ -237,6 +237,36 @@ TEST(ScheduleSpace, IllegalDecisionsAreRejectedByName) {
   EXPECT_TRUE(space.is_legal(repaired));
 }
 
+// A model may propose every legal value, except one thread (out.parallel 0) for a task of
+// at least kSerialFlopsCap FLOPs that can run in parallel; small tasks keep it.
+TEST(ScheduleSpace, ProposableValuesKeepOneThreadForSmallTasksOnly) {
+  const std::string big =  // 9.6 MFLOP
+      "conv2d:n=1,c=384,h=14,w=14,k=64,r=1,s=1,in_block=16,out_block=16+bias+add";
+  const std::string small = "conv2d:n=1,c=48,h=1,w=1,k=1152,r=1,s=1+bias+sigmoid";  // 0.1 MFLOP
+  for (const std::string& spec : {big, small}) {
+    ScheduleSpace space(describe_task(parse_task_spec(spec)));
+    bool is_big = space.shape().flops >= ScheduleSpace::kSerialFlopsCap;
+    EXPECT_EQ(is_big, spec == big) << space.shape().flops;
+    size_t parallel = point_index(space, "out.parallel");
+    std::mt19937_64 rng(11);
+    int choices = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+      auto d = space.sample(rng);
+      for (size_t i = 0; i < space.num_points(); ++i) {
+        if (i == parallel) continue;
+        EXPECT_EQ(space.proposable_values(i, d), space.legal_values(i, d));
+      }
+      auto legal = space.legal_values(parallel, d);
+      auto proposable = space.proposable_values(parallel, d);
+      ASSERT_EQ(legal.front(), 0);
+      if (legal.size() > 1) ++choices;
+      if (is_big && legal.size() > 1) legal.erase(legal.begin());
+      EXPECT_EQ(proposable, legal) << spec;
+    }
+    EXPECT_GT(choices, 100) << spec;
+  }
+}
+
 TEST(ScheduleSpace, SamplingCoversEveryValueOfAFixedPoint) {
   ScheduleSpace space(describe_task(parse_task_spec("conv2d:c=16,h=14,w=14,k=32,r=3,s=3,pad=1")));
   std::mt19937_64 rng(11);

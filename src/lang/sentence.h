@@ -47,7 +47,9 @@ std::string sentence_text(const std::vector<int>& tokens);
 
 class DecisionCursor {
  public:
-  explicit DecisionCursor(const ScheduleSpace& space);
+  // `proposing`: only the values a model may propose (ScheduleSpace::proposable_values),
+  // for generation; otherwise every legal value (reading and scoring stored schedules).
+  explicit DecisionCursor(const ScheduleSpace& space, bool proposing = false);
 
   const std::vector<int>& allowed() const { return allowed_; }  // legal next tokens
   void push(int token);  // throws tlm::Error if the token is not allowed
@@ -59,6 +61,7 @@ class DecisionCursor {
   void allow_digits();  // digits continuing a legal value, `#` if one is complete
 
   const ScheduleSpace* space_;  // a pointer, so cursors can be copied and assigned
+  bool proposing_ = false;
   std::vector<int64_t> decisions_;
   std::vector<int64_t> values_;     // the current point's legal values
   std::vector<std::string> legal_;  // those of the chosen magnitude, in decimal

@@ -209,6 +209,14 @@ std::vector<int64_t> ScheduleSpace::legal_values(size_t i,
   return {};
 }
 
+std::vector<int64_t> ScheduleSpace::proposable_values(size_t i,
+                                                      const std::vector<int64_t>& prefix) const {
+  std::vector<int64_t> values = legal_values(i, prefix);
+  if (int(i) == parallel_ && shape_.flops >= kSerialFlopsCap && values.size() > 1)
+    values.erase(std::remove(values.begin(), values.end(), 0), values.end());
+  return values;
+}
+
 std::string ScheduleSpace::describe_point(size_t i) const {
   const DecisionPoint& p = points_.at(i);
   std::string cap = std::to_string(p.cap);
