@@ -237,6 +237,34 @@ TEST(ScheduleSpace, IllegalDecisionsAreRejectedByName) {
   EXPECT_TRUE(space.is_legal(repaired));
 }
 
+// A loop whose last tile shifts inwards may run in parallel when the loops outside it have
+// one iteration each: they stay out of the fusion. EfficientNet-B0's 480->80 projection,
+// its output-channel blocks tiled 2 of 5 inside a batch of one, had only one thread.
+TEST(ScheduleSpace, AShiftedLoopRunsInParallelWhenEveryLoopOutsideHasOneIteration) {
+  set_kernel_threads(2);
+  TaskSpec task = parse_task_spec(
+      "conv2d:n=1,c=480,h=14,w=14,k=80,r=1,s=1,in_block=16,out_block=16,scale_in=1+bias+add");
+  TaskShape shape = describe_task(task);
+  ScheduleSpace space(shape);
+  std::vector<int64_t> d = {16, 16, 16, 7, 7, 2, 2, 2, 1, 1, 1, 0, 16, 0, 2, 2, 16, 1, 1, 1, 0, 0};
+  size_t parallel = point_index(space, "out.parallel");
+  // loops outermost first: image (1 iteration), channel blocks (3, the last shifted), rows
+  // (7), columns (2), channels in block (1)
+  EXPECT_EQ(space.legal_values(parallel, d), (std::vector<int64_t>{0, 2, 3, 4}));
+  std::vector<int64_t> rows_shifted = d;  // 5 channel-block tiles outside 4 of 14 rows
+  rows_shifted[point_index(space, "out.tile1.d3")] = 1;
+  rows_shifted[point_index(space, "out.tile1.d2")] = 4;
+  EXPECT_EQ(space.legal_values(parallel, rows_shifted), (std::vector<int64_t>{0, 2}));
+  ASSERT_TRUE(space.is_legal(d));
+  auto inputs = random_inputs(shape, 3);
+  Tensor reference = reference_output(task, inputs);
+  Tensor output = Tensor::zeros(shape.output_shape);
+  build_kernel(task, {KernelMethod::Space, d}, inputs, output)->run();
+  Verdict v = verify(output, reference, shape.reduction_length);
+  EXPECT_TRUE(v.ok) << v.message;
+  set_kernel_threads(1);
+}
+
 // A model may propose every legal value, except one thread (out.parallel 0) for a task of
 // at least kSerialFlopsCap FLOPs that can run in parallel; small tasks keep it.
 TEST(ScheduleSpace, ProposableValuesKeepOneThreadForSmallTasksOnly) {

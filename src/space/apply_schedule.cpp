@@ -76,9 +76,13 @@ struct OutputLoops {
 // another fused dim shifts its last tile inwards: Halide reads past that dim's extent
 // when it is fused inside.
 std::vector<size_t> fused_dims(size_t dims, int parallel_loops,
-                               const std::vector<TailStrategy>& tails) {
+                               const std::vector<TailStrategy>& tails,
+                               const std::vector<int64_t>& iterations) {
   std::vector<size_t> fused;
   for (size_t k = dims; k-- > dims - parallel_loops;) fused.push_back(k);
+  // Outermost loops of one iteration stay out of the fusion (and serial): a loop that
+  // shifts its last tile inwards is then the outermost fused one (the space's rule).
+  while (fused.size() > 1 && iterations[fused.front()] == 1) fused.erase(fused.begin());
   auto tail_is = [&](TailStrategy tail) {
     return [&, tail](size_t d) { return tails[d] == tail; };
   };
@@ -125,13 +129,16 @@ OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s,
     out.split(stage.vars[d], outer[d], tile, static_cast<int>(s.tile1[d]), tail)
         .split(tile, mid[d], inner[d], static_cast<int>(s.tile2[d]), tail);
   }
-  std::vector<size_t> fused = fused_dims(dims, s.parallel_loops, tails);
+  std::vector<int64_t> iterations(dims);
+  for (size_t d = 0; d < dims; ++d) iterations[d] = (extents[d] + s.tile1[d] - 1) / s.tile1[d];
+  std::vector<size_t> fused = fused_dims(dims, s.parallel_loops, tails, iterations);
   auto [store_dim, store_width] = store_vector(s);
   std::vector<int> tile_dims = register_tile_order(dims, store_dim, s.tile2);
   std::vector<VarOrRVar> order;
   for (int d : tile_dims) order.push_back(inner[d]);
   for (auto& v : mid) order.push_back(v);
-  for (size_t d = 0; d < dims - fused.size(); ++d) order.push_back(outer[d]);
+  for (size_t d = 0; d < dims; ++d)  // the loops not fused, inside the fused one
+    if (std::find(fused.begin(), fused.end(), d) == fused.end()) order.push_back(outer[d]);
   for (auto d = fused.rbegin(); d != fused.rend(); ++d) order.push_back(outer[*d]);
   out.reorder(order);
   if (store_width > 1) out.vectorize(inner[store_dim], store_width);
@@ -141,7 +148,7 @@ OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s,
   Var tile_loop = outer[0];
   if (!fused.empty()) {
     Var loop = fuse_parallel(out, outer, fused);
-    if (fused.size() == dims) tile_loop = loop;
+    if (fused.back() == 0) tile_loop = loop;  // the innermost tile loop was fused
   }
   return {LoopLevel(out, tile_loop), LoopLevel(out, mid[0]), !fused.empty()};
 }

@@ -188,13 +188,17 @@ std::vector<int64_t> ScheduleSpace::legal_values(size_t i,
     case DecisionPoint::Rule::ParallelLoops: {
       std::vector<int64_t> counts = {0};
       size_t dims = p.values.size();
+      int64_t outside = 1;  // iterations of the loops outside the k-th
       for (size_t k = 1; k <= dims; ++k) {
         size_t d = dims - k;  // the loop the k-th count adds
         int64_t tile = prefix.at(tile1_.at(d));
+        int64_t iterations = (p.values[d] + tile - 1) / tile;
         // Only the outermost fused loop may have a last tile that shifts inward (Halide 14
-        // misplaces a shifted loop fused inside another when stages are computed in it).
-        if (k > 1 && p.values[d] % tile != 0) break;
-        if ((p.values[d] + tile - 1) / tile > 1) counts.push_back(int64_t(k));
+        // misplaces a shifted loop fused inside another when stages are computed in it);
+        // loops of one iteration outside it are not fused (apply_schedule.cpp).
+        if (outside > 1 && p.values[d] % tile != 0) break;
+        if (iterations > 1) counts.push_back(int64_t(k));
+        outside *= iterations;
       }
       return counts;
     }
@@ -238,7 +242,7 @@ std::string ScheduleSpace::describe_point(size_t i) const {
       return "{1 .. " + points_[p.ref].name + "}";
     case DecisionPoint::Rule::ParallelLoops:
       return "0, or k outer loops fused whose k-th (from the outermost) has > 1 iteration, "
-             "the inner ones' tiles dividing their loops";
+             "the tiles of those inside one of more than one iteration dividing their loops";
     case DecisionPoint::Rule::RegionWidth:
       return "powers of two <= " + cap + " dividing the region " + points_[p.ref].name +
              " gives (" + std::to_string(p.extent) + " at root, else the output tile of d" +
