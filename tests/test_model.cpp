@@ -185,7 +185,7 @@ TEST_P(Generation, GreedyMatchesAPlainFullPassDecoder) {
   auto prompt = encode_prompt(test_hardware(), task, space.shape());
   auto greedy = generate(model, prompt, space, {1, "greedy", 0, 1.0}).at(0).decisions;
   torch::NoGradGuard no_grad;
-  DecisionCursor cursor(space, true);
+  DecisionCursor cursor(space, CursorValues::Proposable);
   std::vector<int64_t> sentence(prompt.begin(), prompt.end());
   while (!cursor.done()) {
     auto tokens = torch::tensor(sentence, torch::kLong).view({1, int64_t(sentence.size())});

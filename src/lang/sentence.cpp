@@ -124,8 +124,8 @@ std::string sentence_text(const std::vector<int>& tokens) {
   return text;
 }
 
-DecisionCursor::DecisionCursor(const ScheduleSpace& space, bool proposing)
-    : space_(&space), proposing_(proposing) {
+DecisionCursor::DecisionCursor(const ScheduleSpace& space, CursorValues values)
+    : space_(&space), offered_(values) {
   begin_point();
 }
 
@@ -159,8 +159,9 @@ void DecisionCursor::push(int token) {
     allowed_.clear();
   } else if (naming_) {  // the value's magnitude is next
     naming_ = false, sizing_ = true;
-    values_ = proposing_ ? space_->proposable_values(decisions_.size(), decisions_)
-                         : space_->legal_values(decisions_.size(), decisions_);
+    values_ = offered_ == CursorValues::Proposable
+                  ? space_->proposable_values(decisions_.size(), decisions_)
+                  : space_->legal_values(decisions_.size(), decisions_);
     allowed_.clear();
     for (int64_t value : values_) allowed_.push_back(v.magnitude(value));
     std::sort(allowed_.begin(), allowed_.end());

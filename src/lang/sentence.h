@@ -45,11 +45,14 @@ std::vector<int64_t> decode_decisions(const ScheduleSpace& space, const std::vec
 // Tokens as words separated by spaces.
 std::string sentence_text(const std::vector<int>& tokens);
 
+// Which values a DecisionCursor offers at each point: every legal one (reading and scoring
+// stored schedules), or only those a model may propose (ScheduleSpace::proposable_values,
+// for generation).
+enum class CursorValues { Legal, Proposable };
+
 class DecisionCursor {
  public:
-  // `proposing`: only the values a model may propose (ScheduleSpace::proposable_values),
-  // for generation; otherwise every legal value (reading and scoring stored schedules).
-  explicit DecisionCursor(const ScheduleSpace& space, bool proposing = false);
+  explicit DecisionCursor(const ScheduleSpace& space, CursorValues values = CursorValues::Legal);
 
   const std::vector<int>& allowed() const { return allowed_; }  // legal next tokens
   void push(int token);  // throws tlm::Error if the token is not allowed
@@ -61,9 +64,9 @@ class DecisionCursor {
   void allow_digits();  // digits continuing a legal value, `#` if one is complete
 
   const ScheduleSpace* space_;  // a pointer, so cursors can be copied and assigned
-  bool proposing_ = false;
+  CursorValues offered_ = CursorValues::Legal;
   std::vector<int64_t> decisions_;
-  std::vector<int64_t> values_;     // the current point's legal values
+  std::vector<int64_t> values_;     // the current point's offered values
   std::vector<std::string> legal_;  // those of the chosen magnitude, in decimal
   std::string digits_;              // digits of the current value so far
   bool naming_ = true, sizing_ = false, done_ = false;

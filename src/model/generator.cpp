@@ -170,7 +170,7 @@ std::vector<Generated> generate(Gpt& model, const std::vector<int>& prompt,
   if (prompt.empty()) throw Error("generate: empty prompt");
   KvCache cache;
   torch::Tensor last = prefill(model, prompt, cache, prompt_cache);
-  std::vector<Beam> beams = {{DecisionCursor(space, true), 0}};
+  std::vector<Beam> beams = {{DecisionCursor(space, CursorValues::Proposable), 0}};
   if (sampling) {  // k independent draws share the prompt's cache
     beams.assign(options.k, beams[0]);
     cache.select(torch::zeros({options.k}, torch::kLong));

@@ -1,5 +1,5 @@
 // Generator: writes schedules for a task with the model, one token at a time, choosing
-// only among the tokens the space allows next (lang's DecisionCursor, proposing: the
+// only among the tokens the space allows next (lang's DecisionCursor offering the
 // space's proposable values), so every result is a legal schedule of the space. Beam search and
 // greedy decoding are deterministic; sampling draws from the model's distribution with a seeded
 // generator and repeats exactly for the same seed.

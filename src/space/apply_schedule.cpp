@@ -80,8 +80,9 @@ std::vector<size_t> fused_dims(size_t dims, int parallel_loops,
                                const std::vector<int64_t>& iterations) {
   std::vector<size_t> fused;
   for (size_t k = dims; k-- > dims - parallel_loops;) fused.push_back(k);
-  // Outermost loops of one iteration stay out of the fusion (and serial): a loop that
-  // shifts its last tile inwards is then the outermost fused one (the space's rule).
+  // Outermost loops of one iteration stay out of the fusion (serial, inside the parallel
+  // loop): a loop that shifts its last tile inwards is then the outermost fused one (the
+  // space's ParallelLoops rule).
   while (fused.size() > 1 && iterations[fused.front()] == 1) fused.erase(fused.begin());
   auto tail_is = [&](TailStrategy tail) {
     return [&, tail](size_t d) { return tails[d] == tail; };

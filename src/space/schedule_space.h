@@ -57,13 +57,13 @@ class ScheduleSpace {
   const DecisionPoint& point(size_t i) const { return points_[i]; }
   // Legal values of point i given the decisions at points 0..i-1 (prefix may be longer).
   std::vector<int64_t> legal_values(size_t i, const std::vector<int64_t>& prefix) const;
-  // The legal values a model may propose (lang's DecisionCursor when proposing): all of
+  // The legal values a model may propose (lang's DecisionCursor for generation): all of
   // them, except that a task of at least kSerialFlopsCap FLOPs is never proposed on one
   // thread (out.parallel 0) when it can run in parallel. Measured on a 2-core Zen 4 host's
-  // store (400 conv, dense and matmul tasks above 5 MFLOP): one thread was never faster
-  // by more than 1%, and up to 23x slower; a model's top-1 on one thread cost MobileNetV2
-  // 0.13 ms and EfficientNet-B0 0.19 ms. Below it one thread often wins (squeeze-excite
-  // layers). Searches, records and training still see the whole space.
+  // store (374 conv, dense and matmul tasks of 5 MFLOP or more): one thread was never
+  // faster than the best parallel schedule, and up to 49x slower; a model's top-1 on one thread
+  // cost MobileNetV2 0.13 ms and EfficientNet-B0 0.19 ms. Below it one thread often wins
+  // (squeeze-excite layers). Searches, records and training still see the whole space.
   std::vector<int64_t> proposable_values(size_t i, const std::vector<int64_t>& prefix) const;
   static constexpr double kSerialFlopsCap = 5e6;
 
