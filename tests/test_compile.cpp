@@ -696,6 +696,35 @@ TEST(RunReport, SumsStepsPerTaskLargestFirstAndDrawsEveryTask) {
   EXPECT_EQ(text.rfind("</svg>"), text.size() - 7);
 }
 
+// Step times come twice: as the model runs, and warm (each step run again at once, the
+// second timed). Every step gets both, and the repeats leave nothing behind: the next
+// ordinary run computes what the interpreter does.
+TEST(RunReport, TimesEveryStepColdAndWarmAndLeavesTheModelIntact) {
+  Graph g("warm_steps");
+  int x = g.input("x", {2, 3, 4, 5});
+  int a = g.add(OpKind::Relu, {x});
+  g.mark_output(g.add(OpKind::Tanh, {g.add(OpKind::Add, {a, x})}));
+  Weights w;
+  std::string dir = fresh_dir("warm_steps");
+  compile_model(g, w, test_options(dir, Strategy::Reference), nullptr, nullptr);
+  auto model = CompiledModel::load(dir);
+  std::vector<std::vector<float>> inputs = {normal_values(120, 7)};
+  auto steps = time_steps(*model, inputs, 3);
+  ASSERT_EQ(steps.size(), model->plan().steps.size());
+  for (const auto& step : steps) {
+    EXPECT_GT(step.ms, 0) << step.label;
+    EXPECT_GT(step.warm_ms, 0) << step.label;
+  }
+  auto rows = summarize_steps(steps);
+  double warm = 0;
+  for (const auto& step : steps) warm += step.warm_ms;
+  EXPECT_NEAR(report_totals(rows).warm_ms, warm, 1e-9);
+  auto got = model->run(inputs).at(0);
+  auto expected = interpret(g, w, inputs)[g.outputs()[0]];
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected[i], 1e-5) << i;
+}
+
 // A report's step times are each step's median over warm runs, not one run's.
 TEST(RunReport, StepTimesAreMediansOverRunsStepByStep) {
   auto steps = median_step_timings({{{"a", 9.0}, {"b", 1.0}, {"a", 2.0}},
@@ -716,19 +745,22 @@ TEST(RunReport, StepTimesAreMediansOverRunsStepByStep) {
 TEST(RunReport, ShowsGflopsAgainstThePeakAndTheKernelAlone) {
   auto rows = summarize_steps({{"a", 1.0}, {"b", 5.0}, {"a", 2.5}, {"transpose", 0.5}});
   rows[1].gflop = 1.0, rows[1].alone_ms = 1.0;  // "a": 2 GFLOP in 3.5 ms, 1 GFLOP in 1 ms alone
+  rows[1].warm_ms = 2.5;                        // 2 GFLOP in 2.5 ms warm
   EXPECT_NEAR(rows[1].gflops(), 571.43, 0.01);
+  EXPECT_NEAR(rows[1].warm_gflops(), 800.0, 1e-9);
   EXPECT_NEAR(rows[1].alone_gflops(), 1000.0, 1e-9);
   std::string table = format_report_table(rows, 2000);
   std::string line_a = table.substr(table.find("    3.500"));
   line_a = line_a.substr(0, line_a.find('\n'));
-  for (const char* cell : {"571.4", "29%", "1000.0", "0.57x", " a"})
+  for (const char* cell : {"571.4", "29%", "800.0", "1000.0", "0.57x", " a"})
     EXPECT_NE(line_a.find(cell), std::string::npos) << cell << " in: " << line_a;
   std::string line_b = table.substr(table.find("    5.000"));
   EXPECT_EQ(line_b.substr(0, line_b.find('\n')).find("%  "), line_b.find("%  "));
   // In all 9 ms; "a" alone is 2 steps x 1 ms against its 3.5 in the model.
-  EXPECT_NE(table.find("9.000 ms in all; the 1 tasks timed alone: 3.500 ms in the model, "
-                       "2.000 ms alone (0.57x)"),
-            std::string::npos)
+  EXPECT_NE(
+      table.find("9.000 ms in all (2.500 ms warm); the 1 tasks timed alone: 3.500 ms in the model, "
+                 "2.000 ms alone (0.57x)"),
+      std::string::npos)
       << table;
   std::string json_path = fresh_dir("report") + ".json";
   write_report_json(json_path, rows, 2000);
@@ -738,6 +770,9 @@ TEST(RunReport, ShowsGflopsAgainstThePeakAndTheKernelAlone) {
   EXPECT_NEAR(j["tasks"][1]["gflops"].get<double>(), 571.43, 0.01);
   EXPECT_EQ(j["tasks"][0]["alone_ms"], 0);
   EXPECT_DOUBLE_EQ(j["total_ms"].get<double>(), 9.0);
+  EXPECT_DOUBLE_EQ(j["warm_ms"].get<double>(), 2.5);
+  EXPECT_NEAR(j["tasks"][1]["warm_gflops"].get<double>(), 800.0, 1e-9);
+  EXPECT_EQ(j["tasks"][0]["warm_ms"], 0);
   EXPECT_EQ(j["timed_alone"]["tasks"], 1);
   EXPECT_DOUBLE_EQ(j["timed_alone"]["in_model_ms"].get<double>(), 3.5);
   EXPECT_DOUBLE_EQ(j["timed_alone"]["alone_ms"].get<double>(), 2.0);

@@ -48,9 +48,14 @@ std::vector<StepTiming> time_steps(const CompiledModel& model,
                                    const std::vector<std::vector<float>>& inputs, int runs) {
   auto outputs = model.output_buffers();
   model.run(inputs, outputs);
-  std::vector<std::vector<StepTiming>> timed(size_t(std::max(runs, 1)));
+  std::vector<std::vector<StepTiming>> timed(size_t(std::max(runs, 1))), warm(timed.size());
   for (auto& timings : timed) model.run(inputs, outputs, &timings);
-  return median_step_timings(timed);
+  for (auto& timings : warm) model.run(inputs, outputs, &timings, StepRepeat::Twice);
+  std::vector<StepTiming> steps = median_step_timings(timed),
+                          warm_steps = median_step_timings(warm);
+  for (size_t s = 0; s < steps.size() && s < warm_steps.size(); ++s)
+    steps[s].warm_ms = warm_steps[s].ms;
+  return steps;
 }
 
 std::vector<TaskTime> summarize_steps(const std::vector<StepTiming>& timings) {
@@ -59,6 +64,7 @@ std::vector<TaskTime> summarize_steps(const std::vector<StepTiming>& timings) {
     TaskTime& row = by_label[t.label];
     row.label = t.label;
     row.ms += t.ms;
+    row.warm_ms += t.warm_ms;
     row.steps += 1;
   }
   std::vector<TaskTime> rows;
@@ -83,6 +89,7 @@ ReportTotals report_totals(const std::vector<TaskTime>& rows) {
   ReportTotals t;
   for (const auto& r : rows) {
     t.ms += r.ms;
+    t.warm_ms += r.warm_ms;
     if (r.alone_ms <= 0) continue;
     t.timed_ms += r.ms;
     t.alone_ms += r.alone_ms * r.steps;
@@ -95,15 +102,16 @@ std::string format_report_table(const std::vector<TaskTime>& rows, double peak_g
   double total = total_ms(rows);
   std::string out;
   char line[1024];
-  std::snprintf(line, sizeof line, "  %9s %6s %5s %8s %6s %8s %7s  %s\n", "ms", "share", "steps",
-                "GFLOP/s", "%peak", "alone", "vs_alone", "task");
+  std::snprintf(line, sizeof line, "  %9s %6s %5s %8s %6s %8s %8s %7s  %s\n", "ms", "share",
+                "steps", "GFLOP/s", "%peak", "warm", "alone", "vs_alone", "task");
   out += line;
   for (const auto& r : rows) {
     double peak_share = peak_gflops > 0 ? 100 * r.gflops() / peak_gflops : 0;
     double vs_alone = r.alone_gflops() > 0 ? r.gflops() / r.alone_gflops() : 0;
-    std::snprintf(line, sizeof line, "  %9.3f %5.1f%% %5d %8s %6s %8s %7s  %s\n", r.ms,
+    std::snprintf(line, sizeof line, "  %9.3f %5.1f%% %5d %8s %6s %8s %8s %7s  %s\n", r.ms,
                   100 * r.ms / total, r.steps, number_or_dash("%.1f", r.gflops()).c_str(),
                   number_or_dash("%.0f%%", peak_share).c_str(),
+                  number_or_dash("%.1f", r.warm_gflops()).c_str(),
                   number_or_dash("%.1f", r.alone_gflops()).c_str(),
                   number_or_dash("%.2fx", vs_alone).c_str(), r.label.c_str());
     out += line;
@@ -111,6 +119,10 @@ std::string format_report_table(const std::vector<TaskTime>& rows, double peak_g
   ReportTotals totals = report_totals(rows);
   std::snprintf(line, sizeof line, "  %9.3f ms in all", totals.ms);
   out += line;
+  if (totals.warm_ms > 0) {
+    std::snprintf(line, sizeof line, " (%.3f ms warm)", totals.warm_ms);
+    out += line;
+  }
   if (totals.alone_ms > 0) {
     std::snprintf(line, sizeof line,
                   "; the %d tasks timed alone: %.3f ms in the model, %.3f ms alone (%.2fx)",
@@ -121,7 +133,8 @@ std::string format_report_table(const std::vector<TaskTime>& rows, double peak_g
   out += "\n";
   if (peak_gflops > 0)
     out += "  (GFLOP/s in the model; %peak of " + number_or_dash("%.0f", peak_gflops) +
-           " GFLOP/s measured on this machine; alone: the same kernel timed by itself)\n";
+           " GFLOP/s measured on this machine; warm: each step run again at once, its data in"
+           " cache; alone: the same kernel timed by itself)\n";
   return out;
 }
 
@@ -137,10 +150,13 @@ void write_report_json(const std::string& path, const std::vector<TaskTime>& row
                      {"gflop", r.gflop},
                      {"gflops", r.gflops()},
                      {"alone_ms", r.alone_ms},
-                     {"alone_gflops", r.alone_gflops()}});
+                     {"alone_gflops", r.alone_gflops()},
+                     {"warm_ms", r.warm_ms},
+                     {"warm_gflops", r.warm_gflops()}});
   ReportTotals totals = report_totals(rows);
   nlohmann::json j = {{"peak_gflops", peak_gflops},
                       {"total_ms", totals.ms},
+                      {"warm_ms", totals.warm_ms},
                       {"timed_alone",
                        {{"tasks", totals.timed_tasks},
                         {"in_model_ms", totals.timed_ms},

@@ -3,7 +3,10 @@
 // With each task's work and its kernel's time alone filled in, it also shows the GFLOP/s
 // achieved in the model beside the machine's peak and beside the same kernel run alone:
 // a kernel slow everywhere needs a better schedule, one slow only in the model loses its
-// time to what surrounds it (cold caches, layout, thread wake-ups).
+// time to what surrounds it (cold caches, layout, thread wake-ups). The "warm" column
+// splits that gap: each step run twice in the model, the second timed, so its data is in
+// the caches of the threads that use it. Slow in the model but fast warm: the time goes
+// to data the steps before left cold (weights from memory, inputs another core wrote).
 #pragma once
 #include <string>
 #include <vector>
@@ -18,15 +21,18 @@ struct TaskTime {
   int steps = 0;
   double gflop = 0;     // one step's work (0: unknown, a layout step)
   double alone_ms = 0;  // one step's kernel timed alone, median (0: not measured)
+  double warm_ms = 0;   // in the model, each step run again at once, summed (0: not timed)
 
   double gflops() const { return ms > 0 ? gflop * steps / ms * 1e3 : 0; }
+  double warm_gflops() const { return warm_ms > 0 ? gflop * steps / warm_ms * 1e3 : 0; }
   double alone_gflops() const { return alone_ms > 0 ? gflop / alone_ms * 1e3 : 0; }
 };
 
 // Per-step times of warm runs: one untimed run, then `runs` runs back to back, each step
-// its median over them. A single run misleads: the first pays for cold caches and the
-// thread pool's start in its first steps (EfficientNet-B0's stem 0.82 ms in a first run,
-// 0.28 ms once running), and any one run takes the machine's noise at full weight.
+// its median over them; then `runs` more with each step run twice (StepRepeat::Twice),
+// whose medians are the steps' warm_ms. A single run misleads: the first pays for cold caches and
+// the thread pool's start in its first steps (EfficientNet-B0's stem 0.82 ms in a first run, 0.28
+// ms once running), and any one run takes the machine's noise at full weight.
 constexpr int kReportRuns = 10;  // warm runs behind `--report`'s step times
 std::vector<StepTiming> time_steps(const CompiledModel& model,
                                    const std::vector<std::vector<float>>& inputs, int runs);
@@ -42,6 +48,7 @@ struct ReportTotals {
   double timed_ms = 0;  // the steps of tasks timed alone, in the model
   double alone_ms = 0;  // the same steps' kernels alone
   int timed_tasks = 0;
+  double warm_ms = 0;  // every step run again at once (0: not timed)
 };
 ReportTotals report_totals(const std::vector<TaskTime>& rows);
 // `peak_gflops` 0: not measured (its column is left out).

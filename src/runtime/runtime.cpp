@@ -156,7 +156,8 @@ void CompiledModel::run_step(const PlanStep& step, const RunMemory& memory) cons
 }
 
 void CompiledModel::run_timed(const PlanStep& step, const RunMemory& memory,
-                              std::vector<StepTiming>* timings) const {
+                              std::vector<StepTiming>* timings, StepRepeat repeat) const {
+  if (timings && repeat == StepRepeat::Twice) run_step(step, memory);
   auto start = std::chrono::steady_clock::now();
   run_step(step, memory);
   if (!timings) return;
@@ -183,7 +184,7 @@ void CompiledModel::give_back(std::unique_ptr<Arena> arena) const {
 }
 
 void CompiledModel::run(const float* const* inputs, float* const* outputs,
-                        std::vector<StepTiming>* timings) const {
+                        std::vector<StepTiming>* timings, StepRepeat repeat) const {
   struct Lease {  // this run's arena, back to the pool when the run ends or throws
     const CompiledModel& model;
     std::unique_ptr<Arena> arena;
@@ -192,10 +193,10 @@ void CompiledModel::run(const float* const* inputs, float* const* outputs,
   RunMemory memory{lease.arena->data(), inputs, outputs};
   size_t per_image = size_t(plan_.sliced_steps);
   for (memory.slice = 0; memory.slice < plan_.slices && per_image > 0; ++memory.slice)
-    for (size_t s = 0; s < per_image; ++s) run_timed(plan_.steps[s], memory, timings);
+    for (size_t s = 0; s < per_image; ++s) run_timed(plan_.steps[s], memory, timings, repeat);
   memory.slice = 0;
   for (size_t s = per_image; s < plan_.steps.size(); ++s)
-    run_timed(plan_.steps[s], memory, timings);
+    run_timed(plan_.steps[s], memory, timings, repeat);
   for (size_t o = 0; o < plan_.outputs.size(); ++o) {
     int t = plan_.outputs[o];
     if (output_slot_[t] == int(o)) continue;  // computed in place
@@ -218,8 +219,8 @@ std::vector<std::vector<float>> CompiledModel::run(const std::vector<std::vector
 }
 
 void CompiledModel::run(const std::vector<std::vector<float>>& inputs,
-                        std::vector<std::vector<float>>& outputs,
-                        std::vector<StepTiming>* timings) const {
+                        std::vector<std::vector<float>>& outputs, std::vector<StepTiming>* timings,
+                        StepRepeat repeat) const {
   if (inputs.size() != plan_.inputs.size())
     throw Error("the model takes " + std::to_string(plan_.inputs.size()) + " inputs");
   std::vector<const float*> in;
@@ -241,7 +242,7 @@ void CompiledModel::run(const std::vector<std::vector<float>>& inputs,
                   std::to_string(wanted));
     out.push_back(outputs[o].data());
   }
-  run(in.data(), out.data(), timings);
+  run(in.data(), out.data(), timings, repeat);
 }
 
 size_t CompiledModel::memory_bytes() const {

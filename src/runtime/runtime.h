@@ -21,7 +21,15 @@ namespace tlm {
 struct StepTiming {
   std::string label;  // task spec or layout step
   double ms = 0;
+  double warm_ms = 0;  // the same step run again at once, its data in cache (0: not timed)
 };
+
+// How a timed run times its steps: each once, as the model runs, or each twice back to
+// back with the second timed. The second finds its inputs, weights and output in the
+// caches of the threads that just ran it, so its time is the step's own cost without
+// the cold caches the steps before it left (run_report.h). A step that stores over its
+// operand applies itself twice: the run's outputs are not the model's.
+enum class StepRepeat : uint8_t { Once, Twice };
 
 class CompiledModel {
  public:
@@ -41,11 +49,11 @@ class CompiledModel {
   // that computes an output writes it straight into the caller's buffer, so the buffers
   // of one run must not overlap.
   void run(const float* const* inputs, float* const* outputs,
-           std::vector<StepTiming>* timings = nullptr) const;
+           std::vector<StepTiming>* timings = nullptr, StepRepeat repeat = StepRepeat::Once) const;
   // The same with sizes checked: throws tlm::Error (one line) for a wrong count or size.
   // `outputs` as output_buffers() makes them; a serving loop keeps them from run to run.
   void run(const std::vector<std::vector<float>>& inputs, std::vector<std::vector<float>>& outputs,
-           std::vector<StepTiming>* timings = nullptr) const;
+           std::vector<StepTiming>* timings = nullptr, StepRepeat repeat = StepRepeat::Once) const;
   std::vector<std::vector<float>> run(const std::vector<std::vector<float>>& inputs,
                                       std::vector<StepTiming>* timings = nullptr) const;
   std::vector<std::vector<float>> output_buffers() const;  // one per output, its size
@@ -63,8 +71,8 @@ class CompiledModel {
   };
   CompiledModel() = default;
   void run_step(const PlanStep& step, const RunMemory& memory) const;
-  void run_timed(const PlanStep& step, const RunMemory& memory,
-                 std::vector<StepTiming>* timings) const;
+  void run_timed(const PlanStep& step, const RunMemory& memory, std::vector<StepTiming>* timings,
+                 StepRepeat repeat) const;
   float* data(int tensor, const RunMemory& memory) const;
   std::unique_ptr<Arena> take_arena() const;
   void give_back(std::unique_ptr<Arena> arena) const;
