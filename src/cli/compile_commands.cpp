@@ -205,8 +205,9 @@ void add_bench_model_command(CLI::App& app, const std::string& exe) {
   bench->add_option("--json", f->json, "results as JSON");
   bench->add_option("--out", f->options.out_dir, "folder for the compiled artifacts");
   bench->add_flag("--report", f->options.report,
-                  "per model, where the time goes: GFLOP/s per task against the machine's peak "
-                  "and each kernel timed alone (report.json and report.svg in its artifact)");
+                  "per model, where the time goes: GFLOP/s per task against the machine's peak, "
+                  "warm (each step run again at once) and each kernel timed alone (report.json "
+                  "and report.svg in its artifact)");
   bench
       ->add_option("--peers", f->options.peers,
                    "also time these runtimes on the same .onnx file, interleaved: ort,openvino "
@@ -279,8 +280,9 @@ void add_compile_commands(CLI::App& app, const std::string& exe) {
   run->add_option("--output", rf->output, "out.npy (one output) or a folder for NAME.npy files");
   run->add_option("--bench", rf->bench, "timed runs after the first")->check(in_range(0, 1e6));
   run->add_flag("--report", rf->report,
-                "time per task, largest first, with GFLOP/s against the machine's peak and "
-                "each kernel timed alone (table, report.json and report.svg)");
+                "time per task, largest first, with GFLOP/s against the machine's peak, warm "
+                "(each step run again at once) and each kernel timed alone (table, report.json "
+                "and report.svg)");
   run->add_flag("--any-hardware", rf->any_hardware,
                 "run an artifact compiled for other hardware (a warning instead of an error)");
   run->callback([rf, exe] { run_model(*rf, exe); });
