@@ -30,9 +30,10 @@ struct TaskTime {
 
 // Per-step times of warm runs: one untimed run, then `runs` runs back to back, each step
 // its median over them; then `runs` more with each step run twice (StepRepeat::Twice),
-// whose medians are the steps' warm_ms. A single run misleads: the first pays for cold caches and
-// the thread pool's start in its first steps (EfficientNet-B0's stem 0.82 ms in a first run, 0.28
-// ms once running), and any one run takes the machine's noise at full weight.
+// whose medians are the steps' warm_ms. A single run misleads: the first pays for cold
+// caches and the thread pool's start in its first steps (EfficientNet-B0's stem 0.82 ms
+// in a first run, 0.28 ms once running), and any one run takes the machine's noise at
+// full weight.
 constexpr int kReportRuns = 10;  // warm runs behind `--report`'s step times
 std::vector<StepTiming> time_steps(const CompiledModel& model,
                                    const std::vector<std::vector<float>>& inputs, int runs);
