@@ -674,6 +674,18 @@ TEST(Registry, TheShippedRegistryNamesCheckpointsThatLoad) {
   for (const auto& id : ids) EXPECT_NO_THROW(load_checkpoint(shipped.path_of(id))) << id;
 }
 
+// The shipped default was trained before conv2d's depthwise prologue had words: it knows
+// every word of a plain 1x1 convolution's prompt, not dw_r (so --trials searches such a
+// task with the transfer search instead of its beam, search/task_scheduler.h).
+TEST(ScheduleModel, KnowsOnlyTheWordsItsCheckpointWasTrainedWith) {
+  Registry shipped(TLM_MODELS_DIR);
+  auto model = ScheduleModel::load(shipped.path_of(shipped.default_id()));
+  Hardware hw = test_hardware();
+  EXPECT_TRUE(model->knows_words_of(parse_task_spec("conv2d:c=32,h=14,w=14,k=64,r=1,s=1"), hw));
+  EXPECT_FALSE(model->knows_words_of(
+      parse_task_spec("conv2d:c=32,h=14,w=14,k=64,r=1,s=1,dw_r=3,dw_pad=1,dw_act=2+bias"), hw));
+}
+
 // A run stopped after 3 steps and resumed to 6 ends exactly where a 6-step run ends.
 TEST(Train, SpeedClassFinetuneMakesAModelThatAsksForTheBest) {
   std::string dir = temp_dir("speed-train");

@@ -54,6 +54,12 @@ std::vector<int64_t> ScheduleModel::top_one(const TaskSpec& task, const Hardware
   return generate(task, hardware, {1, "beam", 0, 1.0}).at(0).decisions;
 }
 
+bool ScheduleModel::knows_words_of(const TaskSpec& task, const Hardware& hardware) const {
+  int trained = Vocabulary::get().prefix_with_hash(impl_->info.vocab_hash);
+  auto prompt = encode_prompt(hardware, task, describe_task(task));
+  return std::all_of(prompt.begin(), prompt.end(), [&](int id) { return id < trained; });
+}
+
 const CheckpointInfo& ScheduleModel::info() const {
   return impl_->info;
 }

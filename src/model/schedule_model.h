@@ -80,6 +80,10 @@ class ScheduleModel {
   // a beam of kTopOneBeam finds (greedy decoding commits to each digit without seeing
   // whether the number it starts is legal; its top-1 made ResNet-50 1.3x-2x slower).
   std::vector<int64_t> top_one(const TaskSpec& task, const Hardware& hardware);
+  // Whether every word of the task's prompt is in the vocabulary the checkpoint was
+  // trained with. A word added since (a conv2d's depthwise prologue, dw_r) has only the
+  // mean embedding, so the model's beam for such a task is not informed by anything.
+  bool knows_words_of(const TaskSpec& task, const Hardware& hardware) const;
   const CheckpointInfo& info() const;
   const ModelConfig& config() const;
   int64_t parameter_count() const;

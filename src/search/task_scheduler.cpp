@@ -6,6 +6,7 @@
 #include "measure/timing.h"
 #include "search/generated.h"
 #include "search/search.h"
+#include "util/hardware.h"
 
 namespace tlm {
 namespace {
@@ -40,7 +41,7 @@ int measure_batch(const TaskSpec& task, TaskProgress& s, Measurer& measurer, Rec
                   ScheduleModel* model, const TaskTuneOptions& o) {
   if (describe_task(task).fixed_schedule) return measure_fixed(task, s, measurer, store, o);
   int measured = 0;
-  if (model) {
+  if (model && model->knows_words_of(task, detect_hardware())) {
     GeneratedRun run = measure_model_schedules(*model, task, {s.trials + o.batch}, "tlm-tune",
                                                measurer, store, o.hardware);
     measured = run.measured;

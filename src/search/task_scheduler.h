@@ -8,8 +8,9 @@
 // moved in two batches has converged and gets no more; measuring ends early once no batch
 // is expected to save 0.1% of the model's time, so tiny tasks (a squeeze-excite's dense
 // layers) get one batch and the budget is "up to" N per task. Candidates come from the
-// model when there is one (its next beam schedules not yet measured) and from the
-// transfer search otherwise (evolution seeded from similar stored tasks). Everything
+// model when there is one and its checkpoint was trained with every word of the task's
+// prompt (its next beam schedules not yet measured), and from the transfer search otherwise
+// (evolution seeded from similar stored tasks). Everything
 // measured goes to the store, where the compiler's "auto"/"store" strategy finds each
 // task's best.
 #pragma once
