@@ -250,14 +250,19 @@ TEST(Compile, BlockedActivationsMatchTheInterpreter) {
   EXPECT_GT(blocked_tasks(eight).first, 5);
 }
 
-// A store where every task of both layouts has one measured schedule, at `blocked_ms` for
-// the tasks only the blocked layout runs and 1 ms for the others.
-void store_layout_prices(const std::vector<LayoutCandidate>& candidates, RecordStore& store,
-                         double blocked_ms, bool measure_blocked = true) {
+// A store where every task of the candidates has one measured schedule, at `blocked_ms`
+// for the tasks only the `priced` candidates run (default: the blocked ones) and 1 ms for
+// the others.
+void store_layout_prices(
+    const std::vector<LayoutCandidate>& candidates, RecordStore& store, double blocked_ms,
+    bool measure_blocked = true,
+    const std::function<bool(const LayoutCandidate&)>& priced = [](const LayoutCandidate& c) {
+      return c.block > 0;
+    }) {
   std::set<std::string> plain;
   for (const auto& c : candidates)
     for (const auto& use : c.partition.tasks)
-      if (c.block == 0) plain.insert(use.spec);
+      if (!priced(c)) plain.insert(use.spec);
   std::mt19937_64 rng(3);
   for (const auto& c : candidates)
     for (const auto& use : c.partition.tasks) {
@@ -333,6 +338,92 @@ TEST(LayoutChoice, TheMeasuredCheaperLayoutWinsElseTheRule) {
   EXPECT_EQ(eight[0].block, 8);
   EXPECT_EQ(choose_layout(eight, nullptr, "test-hardware").reason,
             "blocks of 8 channels (asked for)");
+}
+
+// MobileNetV2's depthwise convolutions fused into their projections are one more
+// candidate per layout, after the unfused ones: chosen only when every task of it is
+// measured and the sum is cheaper; the fused network then compiles and computes the same.
+TEST(LayoutChoice, FusedDepthwiseCandidatesWinOnlyWhenMeasuredFaster) {
+  ZooOptions small;
+  small.image = 64;
+  Graph graph = build_zoo_model("mobilenetv2", small);
+  Weights weights = draw_weights(graph);
+  auto candidates = layout_candidates(graph, weights, 16, false, kAutoActivationBlock, true);
+  ASSERT_EQ(candidates.size(), 2u);
+  EXPECT_EQ(candidates[0].fused_chains, 0);
+  EXPECT_EQ(candidates[1].fused_chains, 17);
+  EXPECT_EQ(
+      layout_candidates(graph, weights, kAutoActivationBlock, false, kAutoActivationBlock, true)
+          .size(),
+      4u);
+  auto fused = [](const LayoutCandidate& c) { return c.fused_chains > 0; };
+  EXPECT_EQ(choose_layout(candidates, nullptr, "test-hardware").candidate, 0u);
+  std::string dir = fresh_dir("fused_layout");
+  for (double fused_ms : {5.0, 0.01}) {
+    std::string db = dir + std::to_string(fused_ms) + ".db";
+    std::filesystem::remove(db);
+    RecordStore store(db);
+    store_layout_prices(candidates, store, fused_ms, false, fused);
+    EXPECT_EQ(choose_layout(candidates, &store, "test-hardware").candidate, 0u);
+    store_layout_prices(candidates, store, fused_ms, true, fused);
+    LayoutChoice measured = choose_layout(candidates, &store, "test-hardware");
+    EXPECT_EQ(measured.candidate, fused_ms < 1 ? 1u : 0u) << measured.reason;
+    EXPECT_EQ(add_measured_fusion(candidates, store, "test-hardware"), 0u);  // all or none
+    if (fused_ms > 1) continue;
+    EXPECT_EQ(measured.reason.find("blocks of 16 channels, 17 depthwise fused into 1x1: measured"),
+              0u)
+        << measured.reason;
+    CompileOptions options = test_options(dir + "plan", Strategy::Store);
+    options.activation_block = 16;
+    Plan plan = compile_model(graph, weights, options, &store, nullptr);
+    int prologues = 0;
+    for (const auto& t : plan.tasks) prologues += t.spec.find("dw_r=3") != std::string::npos;
+    EXPECT_GE(prologues, 5);
+    std::mt19937_64 rng(9);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> input(size_t(element_count(graph.shape(graph.inputs()[0]))));
+    for (float& x : input) x = normal(rng);
+    auto expected = interpret(graph, weights, {input})[graph.outputs()[0]];
+    auto got = CompiledModel::load(dir + "plan")->run({input}).at(0);
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-3) << i;
+  }
+}
+
+// Once measured, a layout is also fused only where the fused task beat the depthwise and
+// 1x1 tasks it replaces: here the residual blocks' (their fused tasks cheap, the others
+// dear), which is then the cheapest candidate.
+TEST(LayoutChoice, EachDepthwiseChainFusesOnlyWhereItsTaskMeasuredFaster) {
+  ZooOptions small;
+  small.image = 64;
+  Graph graph = build_zoo_model("mobilenetv2", small);
+  auto candidates =
+      layout_candidates(graph, draw_weights(graph), 16, false, kAutoActivationBlock, true);
+  ASSERT_EQ(candidates.size(), 2u);
+  std::string db = fresh_dir("chain_fusion") + ".db";
+  std::filesystem::remove(db);
+  RecordStore store(db);
+  std::mt19937_64 rng(4);
+  for (const auto& c : candidates)
+    for (const auto& use : c.partition.tasks) {
+      TaskSpec task = parse_task_spec(use.spec);
+      bool prologue = task.kind == TaskKind::Conv2d && task.get("dw_r") > 0;
+      double ms = !prologue ? 1.0 : task.epilogue.size() > 1 ? 0.5 : 3.0;  // +bias+add: cheap
+      auto d = ScheduleSpace(describe_task(task)).sample(rng);
+      store.add(
+          {{"test-hardware", task.key(), use.spec, d, "test", Status::Ok, ms, ms, 1, "", "", 0}});
+    }
+  ASSERT_EQ(add_measured_fusion(candidates, store, "test-hardware"), 1u);
+  const LayoutCandidate& some = candidates.back();
+  EXPECT_GT(some.fused_chains, 0);
+  EXPECT_LT(some.fused_chains, 17);
+  for (size_t i = 0; i < some.prepared.graph.nodes().size(); ++i) {
+    if (some.prepared.graph.nodes()[i].attr("dw_r", 0) == 0) continue;
+    const std::string& spec = some.partition.tasks[size_t(some.partition.node_task[i])].spec;
+    EXPECT_NE(spec.find("+add"), std::string::npos) << spec;
+  }
+  LayoutChoice choice = choose_layout(candidates, &store, "test-hardware");
+  EXPECT_EQ(choice.candidate, 2u) << choice.reason;
 }
 
 TEST(Compile, BertLayerMatchesTheInterpreter) {

@@ -300,6 +300,44 @@ TEST(Rewrites, ChannelScalesFoldIntoTheConvolutionThatReadsThem) {
   EXPECT_EQ(kept.graph.nodes()[1].attr("scale_in", 0), 0);
 }
 
+// MobileNetV2's depthwise convolutions, each with its relu6, are read only by the 1x1
+// projection after them, which takes them in as its prologue (dw_r): NCHW or blocked (the
+// last, at 1x1 pixels, reads blocks and writes NCHW), the network loses all 17 depthwise
+// nodes and computes the same. A depthwise output another
+// node also reads, or one a 3x3 convolution reads, stays.
+TEST(Rewrites, DepthwiseConvolutionsFuseIntoTheProjectionThatReadsThem) {
+  ZooOptions small;
+  small.image = 32;
+  Graph g = build_zoo_model("mobilenetv2", small);
+  Weights w = draw_weights(g);
+  auto input = random_values(element_count(g.shape(g.inputs()[0])), 17);
+  auto before = interpret(g, w, {input})[g.outputs()[0]];
+  for (int64_t block : {0, 16}) {
+    WeightedGraph prepared = prepare_graph(g, w, block);
+    WeightedGraph r = fuse_depthwise_projections(prepared.graph, prepared.weights);
+    int depthwise = 0, fused = 0;
+    for (const auto& n : r.graph.nodes()) {
+      depthwise += n.op == OpKind::Conv2d && n.attr("groups", 1) > 1;
+      fused += n.op == OpKind::Conv2d && n.attr("dw_r", 0) == 3 && n.attr("dw_act", 0) == 2;
+    }
+    EXPECT_EQ(depthwise, 0) << block;
+    EXPECT_EQ(fused, 17) << block;
+    EXPECT_EQ(r.graph.nodes().size(), prepared.graph.nodes().size() - 2 * 17) << block;
+    auto after = interpret(r.graph, r.weights, {input})[r.graph.outputs()[0]];
+    ASSERT_EQ(before.size(), after.size());
+    for (size_t i = 0; i < before.size(); ++i) EXPECT_NEAR(before[i], after[i], 1e-4) << i;
+  }
+  Graph kept("kept");
+  int x = kept.input("x", {1, 4, 6, 6});
+  int dw = kept.add(OpKind::Conv2d, {x, kept.constant("d", {4, 1, 3, 3})},
+                    {{"groups", {4}}, {"pad", {1}}});
+  kept.mark_output(kept.add(OpKind::Conv2d, {dw, kept.constant("p", {2, 4, 1, 1})}));
+  kept.mark_output(kept.add(OpKind::Conv2d, {dw, kept.constant("q", {2, 4, 3, 3})}));
+  WeightedGraph unchanged = fuse_depthwise_projections(kept, draw_weights(kept));
+  EXPECT_EQ(unchanged.graph.nodes().size(), 3u);
+  for (const auto& n : unchanged.graph.nodes()) EXPECT_EQ(n.attr("dw_r", 0), 0);
+}
+
 // MobileNetV2 with activations in blocks of 16 channels (8 where 16 does not divide):
 // every convolution after the first reads and writes blocks (the first reads the
 // 3-channel image as NCHW), the global pooling reads blocks, nothing but these and

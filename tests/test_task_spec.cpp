@@ -86,6 +86,29 @@ TEST(TaskSpec, ChannelBlocksKeepPlainKeysAndAddARank) {
   expect_error("channel_scale:c=24,h=7,w=7,block=16", "block must divide c");
 }
 
+// A 1x1 convolution with a depthwise prologue: its image is the prologue's input (x),
+// its output the prologue's output size, its inputs x, w, the depthwise taps [R, R, C] and
+// bias [C]; its FLOPs count both; the prologue's padding and activation stay out of the
+// key's prompt words but not the key. Anything but a 1x1 convolution is refused.
+TEST(TaskSpec, DepthwisePrologueReadsTheLargerImage) {
+  TaskSpec t = parse_task_spec(
+      "conv2d:c=32,h=14,w=14,k=64,r=1,s=1,in_block=16,dw_r=3,dw_stride=2,dw_pad=1,dw_act=2+bias");
+  EXPECT_EQ(t.key(),
+            "conv2d:n=1,c=32,h=14,w=14,k=64,r=1,s=1,stride=1,pad=0,dilation=1,groups=1,"
+            "in_block=16,dw_r=3,dw_stride=2,dw_pad=1,dw_act=2+bias");
+  TaskShape shape = describe_task(t);
+  ASSERT_EQ(shape.inputs.size(), 5u);  // x, w, taps, bias of the prologue, bias
+  EXPECT_EQ(shape.inputs[0].shape, (std::vector<int64_t>{1, 2, 14, 14, 16}));
+  EXPECT_EQ(shape.inputs[2].shape, (std::vector<int64_t>{3, 3, 32}));
+  EXPECT_EQ(shape.inputs[3].shape, (std::vector<int64_t>{32}));
+  EXPECT_EQ(shape.output_shape, (std::vector<int64_t>{1, 64, 7, 7}));
+  EXPECT_DOUBLE_EQ(shape.flops, 2.0 * 64 * 49 * 32 + 2.0 * 32 * 49 * 9);
+  EXPECT_FALSE(shape.stages[0].inlinable);
+  expect_error("conv2d:c=32,h=14,w=14,k=64,r=3,s=3,pad=1,dw_r=3", "1x1 convolution");
+  expect_error("conv2d:c=32,h=14,w=14,k=64,r=1,s=1,dw_r=3,dw_act=3", "dw_act 0-2");
+  expect_error("conv2d:c=32,h=2,w=2,k=64,r=1,s=1,dw_r=7", "within the padded input");
+}
+
 // A dense layer on a padded weight writes its first cols columns: cols is in its key
 // (left out at n) and its output shape; it cannot be more than n.
 TEST(TaskSpec, DenseColumnsAreKeyedAndAtMostN) {

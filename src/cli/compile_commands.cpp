@@ -77,6 +77,15 @@ void add_compile_options(CLI::App* command, CompileFlags& f) {
   command->add_flag("--winograd,!--no-winograd", f.options.winograd,
                     "3x3 convolutions (stride 1) as Winograd F(4x4) or F(2x2) where it pays "
                     "(default; --no-winograd: every convolution direct)");
+  command
+      ->add_option("--fuse-depthwise", f.options.fuse_depthwise,
+                   "depthwise convolutions fused into the 1x1 convolutions that read them where "
+                   "measured faster: stored (default: fused tasks the store has measured), "
+                   "measure (--trials measures them too), never")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, DepthwiseFusion>{{"never", DepthwiseFusion::Never},
+                                                 {"stored", DepthwiseFusion::Stored},
+                                                 {"measure", DepthwiseFusion::Measure}}));
   command->add_flag("--batch-split,!--no-batch-split", f.options.batch_split,
                     "run a batched model's leading layers image by image where that pays "
                     "(default; --no-batch-split: every layer on the whole batch)");

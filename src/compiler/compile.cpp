@@ -285,9 +285,12 @@ struct SplitLayout {
   BatchSplit split;
   size_t per_image_tasks = 0;
 };
-std::vector<SplitLayout> split_batches(std::vector<LayoutCandidate>& candidates, bool enabled) {
-  std::vector<SplitLayout> splits(candidates.size());
-  for (size_t i = 0; i < candidates.size(); ++i) {
+// The batch split of each candidate from `splits.size()` on, appended to `splits`.
+void split_batches(std::vector<LayoutCandidate>& candidates, bool enabled,
+                   std::vector<SplitLayout>& splits) {
+  size_t from = splits.size();
+  splits.resize(candidates.size());
+  for (size_t i = from; i < candidates.size(); ++i) {
     SplitLayout& s = splits[i];
     s.split.why = "off";
     if (!enabled) continue;
@@ -295,16 +298,17 @@ std::vector<SplitLayout> split_batches(std::vector<LayoutCandidate>& candidates,
     if (s.split.batch > 1)
       s.per_image_tasks = put_per_image_tasks_first(candidates[i].partition, s.split);
   }
-  return splits;
 }
 
-// Every task of the layouts, each once (for measuring them all before choosing).
-std::vector<TaskUse> tasks_of(const std::vector<LayoutCandidate>& candidates) {
+// Every task of the layouts, each once (for measuring them all before choosing); those
+// only fused candidates run when `fused`.
+std::vector<TaskUse> tasks_of(const std::vector<LayoutCandidate>& candidates, bool fused) {
   std::vector<TaskUse> tasks;
   std::set<std::string> seen;
   for (const auto& c : candidates)
-    for (const auto& use : c.partition.tasks)
-      if (seen.insert(use.spec).second) tasks.push_back(use);
+    if (fused || c.fused_chains == 0)
+      for (const auto& use : c.partition.tasks)
+        if (seen.insert(use.spec).second) tasks.push_back(use);
   return tasks;
 }
 
@@ -330,19 +334,25 @@ Plan compile_model(const Graph& graph, const Weights& weights, const CompileOpti
                    RecordStore* store, ScheduleModel* model, Measurer* measurer) {
   auto start = std::chrono::steady_clock::now();
   auto candidates =
-      layout_candidates(graph, weights, o.activation_block, o.winograd, o.host_activation_block);
+      layout_candidates(graph, weights, o.activation_block, o.winograd, o.host_activation_block,
+                        o.fuse_depthwise != DepthwiseFusion::Never);
   const auto& unsupported = candidates.front().partition.unsupported;
   if (!unsupported.empty())
     throw Error("compile: " + std::to_string(unsupported.size()) +
                 " nodes have no task yet, e.g. " + unsupported.front());
-  auto splits = split_batches(candidates, o.batch_split);
+  std::vector<SplitLayout> splits;
+  split_batches(candidates, o.batch_split, splits);
   double graph_seconds = seconds_since(start);
   double measure_seconds = 0;
   if (o.trials_per_task > 0) {
     if (!store || !measurer) throw Error("compile: measuring candidates needs a record store");
     TaskTuneOptions tune{o.trials_per_task, 8, o.hardware, o.progress};
-    measure_seconds = tune_tasks(tasks_of(candidates), *measurer, *store, model, tune).seconds;
+    bool fused = o.fuse_depthwise == DepthwiseFusion::Measure;
+    measure_seconds =
+        tune_tasks(tasks_of(candidates, fused), *measurer, *store, model, tune).seconds;
   }
+  if (store && add_measured_fusion(candidates, *store, o.hardware) > 0)
+    split_batches(candidates, o.batch_split, splits);
   LayoutChoice layout = choose_layout(candidates, store, o.hardware);
   if (o.progress) std::fprintf(stderr, "activation layout: %s\n", layout.reason.c_str());
   WeightedGraph folded = std::move(candidates[layout.candidate].prepared);

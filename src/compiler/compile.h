@@ -29,6 +29,13 @@ const std::string& strategy_name(Strategy strategy);
 // Throws tlm::Error naming the known strategies for an unknown name.
 Strategy strategy_named(const std::string& name);
 
+// Which fused depthwise convolutions a compile considers. Stored: those the record store
+// has measured already, at no cost (the default: the shipped model has not learned these
+// tasks, so measuring them with --trials costs MobileNetV2 +50% compile time for no gain
+// yet, bench/reports/depthwise_fusion_s54_zen4.txt); Measure: --trials measures them too;
+// Never: every depthwise convolution stays a task of its own.
+enum class DepthwiseFusion { Never, Stored, Measure };
+
 struct CompileOptions {
   std::string out_dir;
   Strategy strategy = Strategy::Auto;
@@ -44,6 +51,9 @@ struct CompileOptions {
   // 3x3 convolutions (stride 1) as Winograd F(4x4) or F(2x2) where graph/rewrites.h
   // finds it pays (ops/winograd.h); false: every convolution direct.
   bool winograd = true;
+  // Depthwise convolutions fused into the 1x1 convolutions that read them, as further
+  // layout candidates used where measured faster (compiler/layout_choice.h).
+  DepthwiseFusion fuse_depthwise = DepthwiseFusion::Stored;
   // A batched model's leading layers run image by image where graph/batch_split.h finds
   // it pays (their activations then stay cached from layer to layer); false: never.
   bool batch_split = true;

@@ -194,6 +194,124 @@ WeightedGraph fold_channel_scales(const Graph& g, const Weights& w) {
 
 namespace {
 
+// The node that alone reads tensor t, which is no graph output; else -1.
+int sole_reader(const Graph& g, int t) {
+  for (int o : g.outputs())
+    if (o == t) return -1;
+  auto users = g.consumers(t);
+  return users.size() == 1 ? users[0] : -1;
+}
+
+// A 1x1 convolution of one group, stride 1, no padding, nothing folded into it yet.
+bool is_projection(const Graph& g, const Node& n) {
+  if (n.op != OpKind::Conv2d) return false;
+  const Shape& w = g.shape(n.inputs[1]);
+  return w[2] == 1 && w[3] == 1 && n.attr("stride", 1) == 1 && n.attr("pad", 0) == 0 &&
+         n.attr("pad_w", 0) == 0 && n.attr("dilation", 1) == 1 && n.attr("groups", 1) == 1 &&
+         n.attr("scale_in", 0) == 0 && n.attr("dw_r", 0) == 0;
+}
+
+// A depthwise convolution (one channel per group) with a square window and the same
+// padding on both axes.
+bool is_plain_depthwise(const Graph& g, const Node& n) {
+  if (n.op != OpKind::Conv2d || n.attr("scale_in", 0) || n.attr("dw_r", 0)) return false;
+  const Shape& w = g.shape(n.inputs[1]);
+  int64_t pad = n.attr("pad", 0);
+  return w[1] == 1 && w[0] == n.attr("groups", 1) && w[0] > 1 && w[2] == w[3] &&
+         n.attr("pad_w", pad) == pad && n.attr("dilation", 1) == 1;
+}
+
+// A depthwise convolution, then optionally its relu or relu6, that only the 1x1
+// convolution `projection` reads: the nodes (-1: none) and the dw_act code.
+struct DepthwiseChain {
+  int depthwise = -1, activation = -1;
+  int64_t act = 0;
+};
+
+DepthwiseChain depthwise_chain_into(const Graph& g, const Node& projection) {
+  if (!is_projection(g, projection)) return {};
+  int node = g.tensor(projection.inputs[0]).producer;
+  if (node < 0 || sole_reader(g, projection.inputs[0]) < 0) return {};
+  DepthwiseChain chain;
+  OpKind op = g.nodes()[size_t(node)].op;
+  if (op == OpKind::Relu || op == OpKind::Relu6) {
+    chain.activation = node, chain.act = op == OpKind::Relu ? 1 : 2;
+    int input = g.nodes()[size_t(node)].inputs[0];
+    node = g.tensor(input).producer;
+    if (node < 0 || sole_reader(g, input) < 0) return {};
+  }
+  if (!is_plain_depthwise(g, g.nodes()[size_t(node)])) return {};
+  chain.depthwise = node;
+  return chain;
+}
+
+// A depthwise weight [C, 1, R, R] as [R, R, C], the channel innermost.
+std::vector<float> taps_by_channel(const std::vector<float>& w, int64_t c, int64_t r) {
+  std::vector<float> out(w.size());
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t tap = 0; tap < r * r; ++tap)
+      out[size_t(tap * c + ch)] = w[size_t(ch * r * r + tap)];
+  return out;
+}
+
+// The fused node's inputs after the projection's own: the depthwise weight as taps by
+// channel and its bias (zeros when it had none).
+std::vector<int> prologue_inputs(Rebuild& b, const Node& dw) {
+  const Graph& g = b.g;
+  const Shape& ws = g.shape(dw.inputs[1]);
+  int64_t c = ws[0], r = ws[2];
+  int taps = b.out.graph.constant(g.tensor(dw.inputs[1]).name + ".taps", {r, r, c});
+  if (!b.values.empty()) b.out.weights[taps] = taps_by_channel(b.values.at(dw.inputs[1]), c, r);
+  if (dw.inputs.size() > 2) return {taps, b.tensor(dw.inputs[2])};
+  int bias = b.out.graph.constant(dw.name + ".bias", {c});
+  if (!b.values.empty()) b.out.weights[bias] = std::vector<float>(size_t(c), 0.0f);
+  return {taps, bias};
+}
+
+}  // namespace
+
+int depthwise_projections(const Graph& g) {
+  int chains = 0;
+  for (const Node& n : g.nodes()) chains += depthwise_chain_into(g, n).depthwise >= 0;
+  return chains;
+}
+
+WeightedGraph fuse_depthwise_projections(const Graph& g, const Weights& w,
+                                         const std::set<std::string>* only) {
+  Rebuild b(g, w);
+  std::vector<DepthwiseChain> chain_of(g.nodes().size());  // projection -> its chain
+  std::vector<bool> absorbed(g.nodes().size(), false);
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    if (only && !only->count(g.nodes()[i].name)) continue;
+    chain_of[i] = depthwise_chain_into(g, g.nodes()[i]);
+    if (chain_of[i].depthwise < 0) continue;
+    absorbed[size_t(chain_of[i].depthwise)] = true;
+    if (chain_of[i].activation >= 0) absorbed[size_t(chain_of[i].activation)] = true;
+  }
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
+    if (absorbed[i]) continue;
+    if (chain_of[i].depthwise < 0) {
+      b.copy(n);
+      continue;
+    }
+    const Node& dw = g.nodes()[size_t(chain_of[i].depthwise)];
+    std::vector<int> inputs = {b.tensor(dw.inputs[0])};
+    for (size_t k = 1; k < n.inputs.size(); ++k) inputs.push_back(b.tensor(n.inputs[k]));
+    for (int t : prologue_inputs(b, dw)) inputs.push_back(t);
+    IntAttrs attrs = n.attrs;  // the prologue reads x in the depthwise input's layout
+    attrs["in_block"] = {dw.attr("in_block", 1)};
+    attrs["dw_r"] = {g.shape(dw.inputs[1])[2]};
+    attrs["dw_stride"] = {dw.attr("stride", 1)};
+    attrs["dw_pad"] = {dw.attr("pad", 0)};
+    attrs["dw_act"] = {chain_of[i].act};
+    b.map[n.output] = b.out.graph.add(OpKind::Conv2d, inputs, attrs, n.name, n.reals);
+  }
+  return b.finish();
+}
+
+namespace {
+
 // The tile side Winograd computes a 3x3 convolution with (0: none): stride 1, padding 1,
 // no dilation, one group, input and output in the same layout (NCHW or blocks of the same
 // size), and enough tiles for the products to pay.

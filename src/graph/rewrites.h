@@ -16,10 +16,17 @@
 //                    reader is a convolution of one group becomes that convolution's
 //                    scale_in: the activation is not written a second time, scaled (in
 //                    EfficientNet-B0 those steps were 12% of the model).
+//   fuse_depthwise_projections: a depthwise convolution, with its relu or relu6, that
+//                    only a 1x1 convolution reads becomes that convolution's prologue
+//                    (conv2d dw_r, ops/families/conv.cpp): the depthwise output is computed
+//                    tile by tile inside the 1x1 convolution and never written out.
 //   remove_dead:     nodes no output depends on are dropped.
 // Each returns a new graph with its weights; tests check the outputs agree with the
 // original's within float tolerance.
 #pragma once
+#include <set>
+#include <string>
+
 #include "graph/graph.h"
 #include "graph/weights.h"
 
@@ -35,6 +42,11 @@ WeightedGraph fold_batchnorm(const Graph& graph, const Weights& weights);
 WeightedGraph split_batchnorm(const Graph& graph, const Weights& weights);
 WeightedGraph pad_wide_dense(const Graph& graph, const Weights& weights);
 WeightedGraph fold_channel_scales(const Graph& graph, const Weights& weights);
+// `only`: fuses just the 1x1 convolutions of these names (null: all).
+WeightedGraph fuse_depthwise_projections(const Graph& graph, const Weights& weights,
+                                         const std::set<std::string>* only = nullptr);
+// How many 1x1 convolutions fuse_depthwise_projections would give a prologue.
+int depthwise_projections(const Graph& graph);
 WeightedGraph remove_dead(const Graph& graph, const Weights& weights);
 // Each 3x3 convolution (stride 1, padding 1, one group, input and output both NCHW or
 // both in blocks of one size) that winograd_tile gives a tile, as winograd_input ->

@@ -70,6 +70,8 @@ const char* const kWords[] = {
     "in_block", "out_block", "block",
     // Winograd transforms (their schedule is fixed: the model never writes one)
     "op:winograd_in", "op:winograd_out",
+    // a depthwise convolution computed inside the 1x1 convolution that reads it
+    "dw_r", "dw_stride",
 };
 // clang-format on
 

@@ -434,8 +434,8 @@ bool library_supports(const std::string& library, const TaskSpec& task) {
   if (biases > 1) return false;
   // a dense layer that writes fewer columns than its padded weight has (matmul.cpp)
   if (task.kind == TaskKind::Dense && task.get("cols") != task.get("n")) return false;
-  if (library == "onednn" && is_conv(task)) {  // no input scale; blocks oneDNN names
-    bool scaled = task.kind == TaskKind::Conv2d && task.get("scale_in");
+  if (library == "onednn" && is_conv(task)) {  // no input scale or prologue; blocks oneDNN names
+    bool scaled = task.kind == TaskKind::Conv2d && (task.get("scale_in") || task.get("dw_r"));
     for (int64_t block : {task.get("in_block"), task.get("out_block")})
       if (block != 1 && block != 8 && block != 16) return false;
     return !scaled;

@@ -186,9 +186,9 @@ Window read_window(const TaskSpec& t) {
   return win;
 }
 
-Func padded_input(PipelineBuilder& b, ImageParam X, const Window& win, Expr fill, int64_t block,
-                  const std::vector<int>& output_dim) {
-  Func src("src");
+Func padded_view(ImageParam X, const Window& win, Expr fill, int64_t block,
+                 const std::string& name) {
+  Func src(name);
   // Halide order: (x, y, c, n), or (channel in block, x, y, channel block, n) when blocked.
   std::vector<Var> v =
       block > 1 ? make_vars({"pci", "px", "py", "pcb", "pn"}) : make_vars({"px", "py", "pc", "pn"});
@@ -204,9 +204,16 @@ Func padded_input(PipelineBuilder& b, ImageParam X, const Window& win, Expr fill
   at[size_t(xd)] = Halide::clamp(x - pw, 0, X.dim(xd).extent() - 1);
   at[size_t(yd)] = Halide::clamp(y - ph, 0, X.dim(yd).extent() - 1);
   src(v) = Halide::select(inside, X(at), fill);
+  return src;
+}
+
+Func padded_input(PipelineBuilder& b, ImageParam X, const Window& win, Expr fill, int64_t block,
+                  const std::vector<int>& output_dim) {
+  Func src = padded_view(X, win, fill, block, "src");
+  if (win.pad == 0 && win.pad_w == 0) return src;
   std::vector<int64_t> extents = {win.w + 2 * win.pad_w, win.h + 2 * win.pad, win.c, win.n};
   if (block > 1) extents = {block, extents[0], extents[1], win.c / block, win.n};
-  b.add_stage(StageKind::Producer, src, v, extents, output_dim, Halide::RDom(), {}, true);
+  b.add_stage(StageKind::Producer, src, src.args(), extents, output_dim, Halide::RDom(), {}, true);
   return src;
 }
 

@@ -47,6 +47,9 @@ class PipelineBuilder {
                  const Halide::RDom& rdom = Halide::RDom(),
                  const std::vector<int64_t>& rextents = {}, bool feeds_next = false);
 
+  // Marks the stage added last as too costly to inline (StageShape::inlinable).
+  void keep_last_stage_computed() { pipeline_.shape.stages.back().inlinable = false; }
+
   // Adds the output stage: `value` with the task's epilogue applied; `vars` innermost
   // first, one per dim of `row_major_shape`. The schedule tiles the stage's loops as if
   // they were `tiled_shape` (default: the written shape); an output smaller than that
@@ -93,6 +96,10 @@ struct Window {
   int64_t n, c, h, w, r, s, stride, pad, pad_w, dilation, oh, ow;
 };
 Window read_window(const TaskSpec& t);
+// The input seen through its padding (x and y shifted by it, `fill` outside), over X's
+// dims; no stage.
+Halide::Func padded_view(Halide::ImageParam X, const Window& win, Halide::Expr fill, int64_t block,
+                         const std::string& name);
 // The input seen through its padding: a Producer stage when pad > 0 (its dims follow the
 // output's dims `output_dim`, -1: none), the input otherwise. `block` > 1: X is
 // channel-blocked [N, C/block, H, W, block], and so is the padded view.

@@ -25,6 +25,9 @@ struct StageShape {
   std::vector<int> output_dim;    // per pure loop: the output loop it follows, or -1
   std::vector<int64_t> rextents;  // reduction loops, innermost first; empty if pure
   int feeds = -1;                 // a later non-output stage that reads this one, or -1
+  // false: never inlined into its reader, whose every use would redo its work (a
+  // depthwise convolution read by a 1x1 convolution, once per output channel)
+  bool inlinable = true;
 };
 
 struct InputShape {

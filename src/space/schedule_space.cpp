@@ -115,9 +115,9 @@ void ScheduleSpace::add_stage_points(size_t s) {
   StagePoints& sp = stage_points_[s];
   std::string prefix = stage.name + ".";
   if (stage.feeds >= 0 && stage.kind == StageKind::Producer) {
-    sp.location = add({prefix + "location",
-                       DecisionPoint::Rule::Fixed,
-                       {kInline, kRoot, kWithConsumer, kInsideConsumer}});
+    std::vector<int64_t> locations = {kRoot, kWithConsumer, kInsideConsumer};
+    if (stage.inlinable) locations.insert(locations.begin(), kInline);
+    sp.location = add({prefix + "location", DecisionPoint::Rule::Fixed, locations});
   } else if (stage.feeds >= 0) {
     sp.location = add({prefix + "location",
                        DecisionPoint::Rule::AtMost,

@@ -43,10 +43,20 @@ T as_float(const T& t) {
   return t.to(torch::kFloat32);
 }
 
+// A 1x1 convolution's depthwise prologue (ops: conv2d dw_r), its weight [R, R, C].
+T depthwise_prologue(const Node& n, const T& x, const T& weight, const T& bias) {
+  T y = torch::conv2d(x, weight.permute({2, 0, 1}).unsqueeze(1), bias, n.attr("dw_stride", 1),
+                      n.attr("dw_pad", 0), 1, x.size(1));
+  int64_t act = n.attr("dw_act", 0);
+  return act == 2 ? torch::clamp(y, 0, 6) : act == 1 ? torch::relu(y) : y;
+}
+
 T conv(const Node& n, const Inputs& in) {
   int64_t pad = n.attr("pad", 0), scaled = n.attr("scale_in", 0);
+  int64_t prologue = n.attr("dw_r", 0) > 0 ? 2 : 0;
   T x = scaled ? in[0] * in.back().view({in.back().size(0), in.back().size(1), 1, 1}) : in[0];
-  T bias = int64_t(in.size()) > 2 + scaled ? in[2] : T();
+  if (prologue) x = depthwise_prologue(n, x, in[in.size() - 2], in.back());
+  T bias = int64_t(in.size()) > 2 + scaled + prologue ? in[2] : T();
   return torch::conv2d(x, in[1], bias, n.attr("stride", 1), {pad, n.attr("pad_w", pad)},
                        n.attr("dilation", 1), n.attr("groups", 1));
 }

@@ -5,11 +5,18 @@
 //             (NCHWc) when above 1 (groups 1 or depthwise), as convolution chains keep them
 //             scale_in 1: x is read times s, one factor per image and input channel (a
 //             squeeze-and-excite scale folded in, graph/rewrites.h; groups 1)
+//             dw_r > 0: a 1x1 convolution (stride 1, no padding, groups 1) of a depthwise
+//             prologue: it reads act(dw_b[c] + sum over the dw_r x dw_r taps of x * dw_w)
+//             (stride dw_stride, padding dw_pad, act by dw_act: 0 none, 1 relu, 2 relu6),
+//             from inputs dw_w [dw_r, dw_r, C] (channel innermost) and dw_b [C] after the
+//             others; the depthwise output is never written (graph/rewrites.h)
 //   tasks:    conv2d (with groups), dwconv2d (depthwise: groups = channels); NCHW or
 //             channel-blocked activations (in_block, out_block), OIHW weights, which the
 //             space may pack in channel blocks
 //   ONNX:     Conv (2-D; symmetric pads per axis; auto_pad VALID or SAME when symmetric)
+#include <algorithm>
 #include <functional>
+#include <tuple>
 
 #include "ops/family.h"
 #include "ops/pipeline_builder.h"
@@ -23,14 +30,39 @@ using Halide::Func;
 using Halide::ImageParam;
 using Halide::RDom;
 
-struct ConvAttrs {
-  int64_t stride, pad, pad_w, dilation, groups, in_block, out_block, scale_in;
+// The depthwise prologue of a 1x1 convolution (dw_r 0: none).
+struct DepthwisePrologue {
+  int64_t r, stride, pad, act;
 };
 
+struct ConvAttrs {
+  int64_t stride, pad, pad_w, dilation, groups, in_block, out_block, scale_in;
+  DepthwisePrologue dw;
+  // Inputs after x, w and the bias: the scale, or the depthwise weight and bias.
+  int64_t trailing_inputs() const { return scale_in + (dw.r > 0 ? 2 : 0); }
+};
+
+void check_prologue(const OpCall& c, const ConvAttrs& a) {
+  const DepthwisePrologue& dw = a.dw;
+  if (dw.r == 0) return;
+  if (dw.r < 0 || dw.stride < 1 || dw.pad < 0 || dw.act < 0 || dw.act > 2)
+    c.fail("dw_r >= 0, dw_stride >= 1, dw_pad >= 0 and dw_act 0, 1 or 2");
+  if (a.stride != 1 || a.pad || a.pad_w || a.dilation != 1 || a.groups != 1 || a.scale_in)
+    c.fail("a depthwise prologue needs a 1x1 convolution of one group, stride 1, no padding");
+  if (int64_t(c.inputs.size()) < 4) c.fail("dw_r without depthwise weight and bias inputs");
+}
+
 ConvAttrs conv_attrs(const OpCall& c) {
-  ConvAttrs a{c.attr("stride", 1),    c.attr("pad", 0),     0,
-              c.attr("dilation", 1),  c.attr("groups", 1),  c.attr("in_block", 1),
-              c.attr("out_block", 1), c.attr("scale_in", 0)};
+  ConvAttrs a{
+      c.attr("stride", 1),
+      c.attr("pad", 0),
+      0,
+      c.attr("dilation", 1),
+      c.attr("groups", 1),
+      c.attr("in_block", 1),
+      c.attr("out_block", 1),
+      c.attr("scale_in", 0),
+      {c.attr("dw_r", 0), c.attr("dw_stride", 1), c.attr("dw_pad", 0), c.attr("dw_act", 0)}};
   a.pad_w = c.attr("pad_w", a.pad);
   if (a.stride < 1 || a.dilation < 1 || a.groups < 1)
     c.fail("stride, dilation and groups must be >= 1");
@@ -38,18 +70,40 @@ ConvAttrs conv_attrs(const OpCall& c) {
   if (a.in_block < 1 || a.out_block < 1) c.fail("channel blocks must be >= 1");
   if (a.scale_in != 0 && a.scale_in != 1) c.fail("scale_in must be 0 or 1");
   if (a.scale_in && int64_t(c.inputs.size()) < 3) c.fail("scale_in without a scale input");
+  check_prologue(c, a);
   return a;
 }
 
-// The bias input's index, -1 for none (the scale, when there is one, is the last input).
+// The bias input's index, -1 for none (the scale, when there is one, is the last input;
+// a depthwise prologue's weight and bias are the last two).
 int bias_input(const OpCall& c) {
-  return int64_t(c.inputs.size()) > 2 + conv_attrs(c).scale_in ? 2 : -1;
+  return int64_t(c.inputs.size()) > 2 + conv_attrs(c).trailing_inputs() ? 2 : -1;
+}
+
+// The side of a window's output over `extent` inputs.
+int64_t window_output(int64_t extent, int64_t pad, int64_t span, int64_t stride) {
+  return (extent + 2 * pad - span) / stride + 1;
+}
+
+// What the convolution window reads, as [N, C, H, W]: x, or the depthwise prologue's
+// output (checking its inputs against x).
+Shape conv_source(const OpCall& c, const ConvAttrs& a) {
+  Shape x = c.plain_input("in_block");
+  const DepthwisePrologue& dw = a.dw;
+  if (dw.r == 0 || x.size() != 4) return x;
+  const Shape &dw_w = c.inputs[c.inputs.size() - 2], &dw_b = c.inputs.back();
+  if (dw_w != Shape{dw.r, dw.r, x[1]} || dw_b != Shape{x[1]})
+    c.fail("depthwise prologue wants weight [dw_r, dw_r, C] and bias [C]");
+  if (x[2] + 2 * dw.pad < dw.r || x[3] + 2 * dw.pad < dw.r)
+    c.fail("depthwise window larger than the padded input");
+  return {x[0], x[1], window_output(x[2], dw.pad, dw.r, dw.stride),
+          window_output(x[3], dw.pad, dw.r, dw.stride)};
 }
 
 // The output as [N, K, OH, OW], whatever layout it is written in.
 Shape infer_plain_output(const OpCall& c) {
   ConvAttrs a = conv_attrs(c);
-  Shape x = c.plain_input("in_block");
+  Shape x = conv_source(c, a);
   const Shape& w = c.inputs[1];
   if (x.size() != 4 || w.size() != 4) c.fail("wants x [N,C,H,W] and w [K,C/g,R,S]");
   if (x[1] % a.groups || w[0] % a.groups || w[1] * a.groups != x[1])
@@ -58,8 +112,8 @@ Shape infer_plain_output(const OpCall& c) {
   if (bias_input(c) > 0 && c.inputs[2] != Shape{w[0]}) c.fail("bias is not [K]");
   if (a.scale_in && (a.groups != 1 || c.inputs.back() != Shape{x[0], x[1]}))
     c.fail("scale_in wants groups 1 and a scale [N,C]");
-  int64_t oh = (x[2] + 2 * a.pad - a.dilation * (w[2] - 1) - 1) / a.stride + 1;
-  int64_t ow = (x[3] + 2 * a.pad_w - a.dilation * (w[3] - 1) - 1) / a.stride + 1;
+  int64_t oh = window_output(x[2], a.pad, a.dilation * (w[2] - 1) + 1, a.stride);
+  int64_t ow = window_output(x[3], a.pad_w, a.dilation * (w[3] - 1) + 1, a.stride);
   if (x[2] + 2 * a.pad < a.dilation * (w[2] - 1) + 1 ||
       x[3] + 2 * a.pad_w < a.dilation * (w[3] - 1) + 1)
     c.fail("window larger than the padded input");
@@ -76,9 +130,38 @@ Shape infer_conv(const OpCall& c) {
   return channel_blocked_shape(infer_plain_output(c), conv_attrs(c).out_block);
 }
 
+double activated(double v, int64_t act) {
+  if (act == 1) return std::max(v, 0.0);
+  if (act == 2) return std::min(std::max(v, 0.0), 6.0);
+  return v;
+}
+
+// The depthwise prologue's output (shape `os`) of plain x (shape `xs`).
+std::vector<double> reference_prologue(const std::vector<double>& x, const Shape& xs,
+                                       const Shape& os, const DepthwisePrologue& dw,
+                                       const TensorValue& weight, const TensorValue& bias) {
+  std::vector<double> out(size_t(os[0] * os[1] * os[2] * os[3]));
+  for (int64_t plane = 0; plane < os[0] * os[1]; ++plane) {
+    int64_t ch = plane % os[1];
+    for (int64_t y = 0; y < os[2]; ++y)
+      for (int64_t z = 0; z < os[3]; ++z) {
+        double acc = bias.data[size_t(ch)];
+        for (int64_t r = 0; r < dw.r; ++r)
+          for (int64_t s = 0; s < dw.r; ++s) {
+            int64_t iy = y * dw.stride + r - dw.pad, ix = z * dw.stride + s - dw.pad;
+            if (iy < 0 || ix < 0 || iy >= xs[2] || ix >= xs[3]) continue;
+            acc += x[size_t((plane * xs[2] + iy) * xs[3] + ix)] *
+                   weight.data[size_t((r * dw.r + s) * os[1] + ch)];
+          }
+        out[size_t((plane * os[2] + y) * os[3] + z)] = activated(acc, dw.act);
+      }
+  }
+  return out;
+}
+
 TensorValue reference_conv(const OpCall& c, const std::vector<const TensorValue*>& in) {
   ConvAttrs a = conv_attrs(c);
-  const Shape xs = c.plain_input("in_block"), &ws = c.inputs[1];
+  const Shape xs = conv_source(c, a), &ws = c.inputs[1];
   TensorValue out = TensorValue::filled(DType::F32, infer_plain_output(c), 0.0);
   const Shape& os = out.shape;
   int64_t cg = ws[1], kg = ws[0] / a.groups;
@@ -86,6 +169,8 @@ TensorValue reference_conv(const OpCall& c, const std::vector<const TensorValue*
   if (a.scale_in) {
     for (size_t i = 0; i < x.size(); ++i) x[i] *= in.back()->data[i / size_t(xs[2] * xs[3])];
   }
+  if (a.dw.r > 0)
+    x = reference_prologue(x, c.plain_input("in_block"), xs, a.dw, *in[in.size() - 2], *in.back());
   const auto& w = in[1]->data;
   int bias = bias_input(c);
   for (int64_t i = 0; i < os[0]; ++i)
@@ -128,11 +213,14 @@ AnchorTask conv_task(const OpCall& c) {
   Shape out = infer_conv(c);
   if (a.groups == x[1] && w[0] == x[1])
     return {"dwconv2d:" + image + "," + window, {0, 1}, bias_input(c), out};
-  std::string scale = a.scale_in ? "," + param_text("scale_in", 1) : "";
+  std::string extra = a.scale_in ? "," + param_text("scale_in", 1) : "";
+  if (a.dw.r > 0)
+    extra += "," + param_text("dw_r", a.dw.r) + "," + param_text("dw_stride", a.dw.stride) + "," +
+             param_text("dw_pad", a.dw.pad) + "," + param_text("dw_act", a.dw.act);
   std::vector<int> inputs = {0, 1};
-  if (a.scale_in) inputs.push_back(int(c.inputs.size()) - 1);
+  for (int64_t i = a.trailing_inputs(); i > 0; --i) inputs.push_back(int(c.inputs.size() - i));
   return {"conv2d:" + image + "," + param_text("k", w[0]) + "," + window + "," +
-              param_text("groups", a.groups) + scale,
+              param_text("groups", a.groups) + extra,
           inputs, bias_input(c), out};
 }
 
@@ -189,6 +277,46 @@ std::vector<int> source_dims(int64_t in_block, int64_t out_block, bool depthwise
   return {same ? 0 : -1, x, x + 1, same ? 3 : -1, n};
 }
 
+Expr activated(const Expr& v, int64_t act) {
+  if (act == 1) return Halide::max(v, 0.0f);
+  if (act == 2) return Halide::clamp(v, 0.0f, 6.0f);
+  return v;
+}
+
+// The depthwise prologue (dw_r > 0) as the stage "src" that the 1x1 convolution reads,
+// laid out like X. It is never inlined: each of its values feeds every output channel.
+// `win` becomes the 1x1 window over its output. Returns the stage and its FLOPs.
+std::pair<Func, double> depthwise_prologue(PipelineBuilder& b, ImageParam X, Window& win,
+                                           int64_t bi, const std::vector<int>& output_dim) {
+  const TaskSpec& t = b.task();
+  Window dw = win;
+  dw.r = dw.s = t.get("dw_r"), dw.stride = t.get("dw_stride");
+  dw.pad = dw.pad_w = t.get("dw_pad");
+  Func padded = padded_view(X, dw, 0.0f, bi, "dw_in");
+  ImageParam taps = b.input("DW", {dw.r, dw.r, win.c}), bias = b.input("DB", {win.c});
+  std::vector<Halide::Var> v =
+      bi > 1 ? make_vars({"pci", "px", "py", "pcb", "pn"}) : make_vars({"px", "py", "pc", "pn"});
+  int xd = bi > 1 ? 1 : 0, stride = static_cast<int>(dw.stride);
+  Expr channel = bi > 1 ? v[3] * static_cast<int>(bi) + v[0] : Expr(v[2]);
+  Expr sum = bias(channel);
+  for (int r = 0; r < int(dw.r); ++r)
+    for (int s = 0; s < int(dw.r); ++s) {
+      std::vector<Expr> at(v.begin(), v.end());
+      at[size_t(xd)] = v[size_t(xd)] * stride + s;
+      at[size_t(xd) + 1] = v[size_t(xd) + 1] * stride + r;
+      sum += padded(at) * taps(channel, s, r);
+    }
+  Func src("src");
+  src(v) = activated(sum, t.get("dw_act"));
+  win.h = win.oh = window_output(win.h, dw.pad, dw.r, dw.stride);
+  win.w = win.ow = window_output(win.w, dw.pad, dw.r, dw.stride);
+  std::vector<int64_t> extents = {win.ow, win.oh, win.c, win.n};
+  if (bi > 1) extents = {bi, win.ow, win.oh, win.c / bi, win.n};
+  b.add_stage(StageKind::Producer, src, v, extents, output_dim, Halide::RDom(), {}, true);
+  b.keep_last_stage_computed();
+  return {src, 2.0 * win.n * win.c * win.oh * win.ow * dw.r * dw.r};
+}
+
 void build_conv_kind(PipelineBuilder& b, bool depthwise) {
   const TaskSpec& t = b.task();
   Window win = read_window(t);
@@ -202,7 +330,12 @@ void build_conv_kind(PipelineBuilder& b, bool depthwise) {
   Func W = groups == 1 || depthwise
                ? b.packable_weight("W", {k, cg, win.r, win.s}, 0, !depthwise, depthwise ? 1 : bi)
                : Func(b.dense_input("W", {k, cg, win.r, win.s}));
-  Func src = padded_input(b, X, win, 0.0f, bi, source_dims(bi, bo, depthwise));
+  double prologue_flops = 0;
+  Func src;
+  if (!depthwise && t.get("dw_r") > 0)
+    std::tie(src, prologue_flops) = depthwise_prologue(b, X, win, bi, source_dims(bi, bo, false));
+  else
+    src = padded_input(b, X, win, 0.0f, bi, source_dims(bi, bo, depthwise));
   ConvOutput o = conv_output(win, k, bo);
   auto scale = scale_reader(b, !depthwise && t.get("scale_in"), win, bo, o);
   Expr st = static_cast<int>(win.stride), dl = static_cast<int>(win.dilation);
@@ -227,8 +360,8 @@ void build_conv_kind(PipelineBuilder& b, bool depthwise) {
                 {win.s, win.r, cg});
   }
   b.add_output(acc(o.vars), o.vars, o.shape);
-  int64_t window = cg * win.r * win.s;
-  b.finish(2.0 * win.n * k * win.oh * win.ow * window, window);
+  int64_t window = cg * win.r * win.s;  // the 1x1 convolution's, after a prologue
+  b.finish(2.0 * win.n * k * win.oh * win.ow * window + prologue_flops, window);
 }
 
 void build_conv(PipelineBuilder& b) {
@@ -256,6 +389,15 @@ void validate_conv(const TaskSpec& spec) {
     throw Error("task spec: conv2d channel blocks need groups=1");
   if (spec.get("scale_in") > 1 || (spec.get("scale_in") && groups != 1))
     throw Error("task spec: conv2d scale_in is 0 or 1, and 1 needs groups=1");
+  if (spec.get("dw_r") == 0) return;
+  bool one_by_one = spec.get("r") == 1 && spec.get("s") == 1 && spec.get("stride") == 1 &&
+                    spec.get("pad") == 0 && spec.get("pad_w") == 0 && spec.get("dilation") == 1;
+  if (!one_by_one || groups != 1 || spec.get("scale_in") || spec.get("dw_act") > 2 ||
+      spec.get("h") + 2 * spec.get("dw_pad") < spec.get("dw_r") ||
+      spec.get("w") + 2 * spec.get("dw_pad") < spec.get("dw_r"))
+    throw Error(
+        "task spec: conv2d dw_r needs a 1x1 convolution of one group (stride 1, pad 0, "
+        "no scale_in), dw_act 0-2 and a depthwise window within the padded input");
 }
 
 void validate_dwconv(const TaskSpec& spec) {
@@ -364,7 +506,7 @@ void onnx_conv(OnnxNode& node) {
 void register_conv_family(OpRegistry& r) {
   OpDef conv;
   conv.kind = OpKind::Conv2d;
-  conv.min_inputs = 2, conv.max_inputs = 4;
+  conv.min_inputs = 2, conv.max_inputs = 5;
   conv.infer = infer_conv;
   conv.reference = reference_conv;
   conv.task = conv_task;
@@ -387,6 +529,11 @@ void register_conv_family(OpRegistry& r) {
   conv_params.push_back(window.back());
   conv_params.insert(conv_params.end(), blocks.begin(), blocks.end());
   conv_params.push_back({"scale_in", "0", {}, ParamSchema::Kind::Int, true, true, {}, false});
+  conv_params.push_back({"dw_r", "0", {}, ParamSchema::Kind::Int, true, true});
+  conv_params.push_back({"dw_stride", "1", {}, ParamSchema::Kind::Int, true});
+  // the padding and the activation leave the loop nest and its work as they were
+  conv_params.push_back({"dw_pad", "0", {}, ParamSchema::Kind::Int, true, true, {}, false});
+  conv_params.push_back({"dw_act", "0", {}, ParamSchema::Kind::Int, true, true, {}, false});
   std::vector<ParamSchema> dw_params = image;
   dw_params.insert(dw_params.end(), window.begin(), window.end());
   dw_params.insert(dw_params.end(), blocks.begin(), blocks.end());
@@ -404,7 +551,10 @@ void register_conv_family(OpRegistry& r) {
                       "conv2d:n=2,c=3,h=9,w=9,k=16,r=3,s=3,stride=2,pad=1,out_block=8+bias+add",
                       "conv2d:n=1,c=16,h=5,w=5,k=6,r=1,s=1,in_block=16+bias",
                       "conv2d:n=2,c=16,h=6,w=5,k=16,r=1,s=1,in_block=8,out_block=8,scale_in=1+bias",
-                      "conv2d:n=1,c=6,h=7,w=7,k=4,r=3,s=3,pad=1,scale_in=1+relu"},
+                      "conv2d:n=1,c=6,h=7,w=7,k=4,r=3,s=3,pad=1,scale_in=1+relu",
+                      "conv2d:n=1,c=6,h=9,w=8,k=8,r=1,s=1,dw_r=3,dw_pad=1,dw_act=2+bias",
+                      "conv2d:n=2,c=16,h=9,w=9,k=8,r=1,s=1,in_block=8,out_block=4,dw_r=5,"
+                      "dw_stride=2,dw_pad=2,dw_act=1+bias+add"},
                      "out_block"});
   r.tasks.push_back({TaskKind::Dwconv2d,
                      dw_params,
