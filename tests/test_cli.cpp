@@ -104,6 +104,8 @@ TEST(Cli, NumericFlagsOutsideTheirRangeAreRefused) {
   expect_one_line_error("tasks gpt2 --layers 100000", "--layers: '100000'");
   expect_one_line_error("tasks mobilenetv2 --activation-block 12", "--activation-block: 12");
   expect_one_line_error("compile mobilenetv2 -o x --activation-block 4", "--activation-block: 4");
+  expect_one_line_error("compile mobilenetv2 -o x --fuse-depthwise sometimes",
+                        "--fuse-depthwise: sometimes not in {stored,measure,never}");
   expect_one_line_error("compile mobilenetv2 -o x --hardware hw", "not a hardware fingerprint");
   expect_one_line_error(
       "compile mobilenetv2 -o x --trials 2 --hardware x86-64/1c/L1d0K/L20K/L30M" + db,

@@ -78,14 +78,17 @@ void add_compile_options(CLI::App* command, CompileFlags& f) {
                     "3x3 convolutions (stride 1) as Winograd F(4x4) or F(2x2) where it pays "
                     "(default; --no-winograd: every convolution direct)");
   command
-      ->add_option("--fuse-depthwise", f.options.fuse_depthwise,
-                   "depthwise convolutions fused into the 1x1 convolutions that read them where "
-                   "measured faster: stored (default: fused tasks the store has measured), "
-                   "measure (--trials measures them too), never")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, DepthwiseFusion>{{"never", DepthwiseFusion::Never},
-                                                 {"stored", DepthwiseFusion::Stored},
-                                                 {"measure", DepthwiseFusion::Measure}}));
+      ->add_option_function<std::string>(
+          "--fuse-depthwise",
+          [&f](const std::string& value) {
+            f.options.fuse_depthwise = value == "never"     ? DepthwiseFusion::Never
+                                       : value == "measure" ? DepthwiseFusion::Measure
+                                                            : DepthwiseFusion::Stored;
+          },
+          "depthwise convolutions fused into the 1x1 convolutions that read them where "
+          "measured faster: stored (default: fused tasks the record store has measured), "
+          "measure (--trials measures them too), never")
+      ->check(CLI::IsMember({"stored", "measure", "never"}));
   command->add_flag("--batch-split,!--no-batch-split", f.options.batch_split,
                     "run a batched model's leading layers image by image where that pays "
                     "(default; --no-batch-split: every layer on the whole batch)");
