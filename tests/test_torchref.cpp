@@ -81,6 +81,22 @@ TEST(TorchGraph, EveryOperatorMatchesTheInterpreter) {
   EXPECT_THROW(torch_graph.run({{1.0f, 2.0f}}), Error);
 }
 
+// MobileNetV2 with each depthwise convolution fused into the 1x1 convolution that reads it
+// (conv2d dw_r, NCHW): PyTorch's graph computes what the unfused network does.
+TEST(TorchGraph, FusedDepthwiseProloguesMatchTheUnfusedNetwork) {
+  ZooOptions small;
+  small.image = 32;
+  Graph graph = build_zoo_model("mobilenetv2", small);
+  Weights weights = draw_weights(graph);
+  WeightedGraph prepared = prepare_graph(graph, weights);
+  WeightedGraph fused = fuse_depthwise_projections(prepared.graph, prepared.weights);
+  ASSERT_EQ(depthwise_projections(fused.graph), 0);
+  ASSERT_LT(fused.graph.nodes().size(), prepared.graph.nodes().size());
+  auto input = random_input(graph, 4);
+  auto expected = interpret(graph, weights, {input})[graph.outputs()[0]];
+  expect_close(TorchGraph(fused.graph, fused.weights).run({input}).at(0), expected, 1e-4);
+}
+
 void expect_compiled_matches_torch(const std::string& name, const ZooOptions& zoo) {
   Graph graph = build_zoo_model(name, zoo);
   Weights weights = draw_weights(graph);

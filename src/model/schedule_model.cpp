@@ -16,6 +16,7 @@ struct ScheduleModel::Impl {
   Gpt model{nullptr};
   CheckpointInfo info;
   PromptCache prompt_cache;  // successive tasks share their prompt's hardware prefix
+  int trained_words = 0;     // the vocabulary's words the checkpoint was trained with
 };
 
 ScheduleModel::ScheduleModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -24,6 +25,7 @@ ScheduleModel::~ScheduleModel() = default;
 std::unique_ptr<ScheduleModel> ScheduleModel::load(const std::string& checkpoint_dir) {
   auto impl = std::make_unique<Impl>();
   impl->model = load_checkpoint(checkpoint_dir, &impl->info);
+  impl->trained_words = Vocabulary::get().prefix_with_hash(impl->info.vocab_hash);
   impl->model->eval();
   {  // warm up (first-call allocations and dispatch) as part of loading, not generating
     c10::InferenceMode inference;
@@ -55,9 +57,9 @@ std::vector<int64_t> ScheduleModel::top_one(const TaskSpec& task, const Hardware
 }
 
 bool ScheduleModel::knows_words_of(const TaskSpec& task, const Hardware& hardware) const {
-  int trained = Vocabulary::get().prefix_with_hash(impl_->info.vocab_hash);
   auto prompt = encode_prompt(hardware, task, describe_task(task));
-  return std::all_of(prompt.begin(), prompt.end(), [&](int id) { return id < trained; });
+  return std::all_of(prompt.begin(), prompt.end(),
+                     [&](int id) { return id < impl_->trained_words; });
 }
 
 const CheckpointInfo& ScheduleModel::info() const {
