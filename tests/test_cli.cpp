@@ -509,8 +509,8 @@ for line in sys.stdin:
         break
 )";
   std::string peers = " --peers ort --peers-python /usr/bin/python3 --peers-script " + script;
-  CliRun r = run_tlm("bench model " + model + " --strategy reference --out " + dir + " --json " +
-                     dir + ".json" + peers);
+  CliRun r = run_tlm("bench model " + model + " --strategy reference --report --out " + dir +
+                     " --json " + dir + ".json" + peers);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("9.9"), std::string::npos) << r.output;  // the peer's version
   auto j = nlohmann::json::parse(std::ifstream(dir + ".json"));
@@ -523,6 +523,13 @@ for line in sys.stdin:
   EXPECT_DOUBLE_EQ(ort.at("relative_error").get<double>(), 1.0);  // zeros against PyTorch
   EXPECT_EQ(j.at(0).at("fastest_peer"), "ort");
   EXPECT_GT(j.at(0).at("speedup_vs_fastest_peer_median").get<double>(), 0.0);
+  // With --report: the plan's floor at the peak, and the peer's time over it.
+  double at_peak = j.at(0).at("at_peak_ms").get<double>();
+  EXPECT_GT(at_peak, 0.0);
+  EXPECT_LT(at_peak, j.at(0).at("compiled").at("min_ms").get<double>());
+  EXPECT_DOUBLE_EQ(j.at(0).at("ceiling_vs_fastest_peer").get<double>(),
+                   ort.at("median_ms").get<double>() / at_peak);
+  EXPECT_NE(r.output.find("ceiling"), std::string::npos) << r.output;
   expect_one_line_error("bench model " + model + " --peers tvm", "--peers");
   expect_one_line_error("bench model bert-base --layers 1 --seq 8 --out " + dir + peers,
                         "is a zoo name");

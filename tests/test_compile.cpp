@@ -867,6 +867,17 @@ TEST(RunReport, ShowsGflopsAgainstThePeakAndTheKernelAlone) {
   EXPECT_EQ(j["timed_alone"]["tasks"], 1);
   EXPECT_DOUBLE_EQ(j["timed_alone"]["in_model_ms"].get<double>(), 3.5);
   EXPECT_DOUBLE_EQ(j["timed_alone"]["alone_ms"].get<double>(), 2.0);
+  // The work of every step at the peak: "a"'s 2 GFLOP in 1 ms at 2000 GFLOP/s, 11% of 9 ms.
+  EXPECT_DOUBLE_EQ(report_totals(rows).gflop, 2.0);
+  EXPECT_DOUBLE_EQ(report_totals(rows).at_peak_ms(2000), 1.0);
+  EXPECT_DOUBLE_EQ(report_totals(rows).at_peak_ms(0), 0.0);
+  EXPECT_NE(table.find("at the peak: 2.000 GFLOP of work in 1.000 ms, the floor of this plan; "
+                       "the model runs at 11% of the peak"),
+            std::string::npos)
+      << table;
+  EXPECT_DOUBLE_EQ(j["work_gflop"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(j["at_peak_ms"].get<double>(), 1.0);
+  EXPECT_EQ(format_report_table(rows, 0).find("at the peak"), std::string::npos);
 }
 
 // The measured peak is a real rate: positive, and below what the ISA allows one core

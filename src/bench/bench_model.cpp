@@ -130,9 +130,10 @@ std::vector<std::unique_ptr<PeerProcess>> start_peers(const ModelBenchOptions& o
 }
 
 // Where the compiled model's time goes, each kernel also timed alone (a measurer of its
-// own when the benchmark has none), as `tlm run --report` shows it.
-void write_report(CompiledModel& compiled, const std::vector<std::vector<float>>& inputs,
-                  const ModelBenchOptions& options, Measurer* measurer, const std::string& dir) {
+// own when the benchmark has none), as `tlm run --report` shows it. Returns the plan's work
+// at the machine's peak, in ms.
+double write_report(CompiledModel& compiled, const std::vector<std::vector<float>>& inputs,
+                    const ModelBenchOptions& options, Measurer* measurer, const std::string& dir) {
   auto timings = time_steps(compiled, inputs, kReportRuns);
   MeasureOptions own;
   own.worker_command = options.exe;
@@ -140,6 +141,7 @@ void write_report(CompiledModel& compiled, const std::vector<std::vector<float>>
   KernelReport report = kernel_report(compiled.plan(), timings, measurer ? *measurer : *made,
                                       own.threads, options.compile.progress);
   write_kernel_report(report, compiled.plan().model + ": time per task", dir);
+  return report_totals(report.rows).at_peak_ms(report.peak_gflops);
 }
 
 ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& options,
@@ -200,7 +202,8 @@ ModelBenchRow bench_model(const std::string& model, const ModelBenchOptions& opt
     row.peers[p].peak_mb = peak - before;
   }
   peers.clear();
-  if (options.report) write_report(*compiled, inputs, options, measurer, compile.out_dir);
+  if (options.report)
+    row.at_peak_ms = write_report(*compiled, inputs, options, measurer, compile.out_dir);
   row.compiled_mb = probe_memory(options, "compiled", compile.out_dir);
   row.torch_mb = probe_memory(options, "torch", model);
   return row;
@@ -256,22 +259,27 @@ std::string format_model_bench_table(const std::vector<ModelBenchRow>& rows) {
   bool any_peers = false;
   for (const auto& r : rows) any_peers = any_peers || !r.peers.empty();
   if (!any_peers) return out;
-  std::snprintf(line, sizeof line, "\n%-16s %-9s %-12s %11s %11s %11s %9s %8s %10s %10s\n", "model",
-                "peer", "version", "med_ms", "min_ms", "alone_med", "MB", "rel_err", "tlm_speed",
-                "tlm_mem");
+  std::snprintf(line, sizeof line, "\n%-16s %-9s %-12s %11s %11s %11s %9s %8s %10s %10s %8s\n",
+                "model", "peer", "version", "med_ms", "min_ms", "alone_med", "MB", "rel_err",
+                "tlm_speed", "tlm_mem", "ceiling");
   out += line;
   for (const auto& r : rows)
     for (const auto& p : r.peers) {
+      char ceiling[32] = "-";
+      if (r.at_peak_ms > 0)
+        std::snprintf(ceiling, sizeof ceiling, "%.2fx", p.timing.median_ms / r.at_peak_ms);
       std::snprintf(line, sizeof line,
-                    "%-16s %-9s %-12s %11.2f %11.2f %11.2f %9.1f %8.1e %9.2fx %9.2fx\n",
+                    "%-16s %-9s %-12s %11.2f %11.2f %11.2f %9.1f %8.1e %9.2fx %9.2fx %8s\n",
                     r.model.c_str(), p.system.c_str(), p.version.c_str(), p.timing.median_ms,
                     p.timing.min_ms, p.alone.median_ms, p.peak_mb, p.relative_error,
-                    p.timing.median_ms / r.compiled.median_ms, r.compiled_mb / p.peak_mb);
+                    p.timing.median_ms / r.compiled.median_ms, r.compiled_mb / p.peak_mb, ceiling);
       out += line;
     }
   out +=
       "(tlm_speed: the peer's median over tlm's, above 1 when tlm is faster; alone_med: the peer "
-      "timed by itself after the interleaved runs; tlm_mem: tlm's peak memory over the peer's)\n";
+      "timed by itself after the interleaved runs; tlm_mem: tlm's peak memory over the peer's; "
+      "ceiling: the peer's median over tlm's plan run at the machine's peak, the most "
+      "tlm_speed this plan can reach (--report))\n";
   return out;
 }
 
@@ -293,7 +301,8 @@ void write_model_bench_json(const std::string& path, const std::vector<ModelBenc
                  {"speedup_vs_torch_min", r.torch_best().min_ms / r.compiled.min_ms},
                  {"relative_error", r.relative_error},
                  {"compiled_peak_mb", r.compiled_mb},
-                 {"torch_peak_mb", r.torch_mb}});
+                 {"torch_peak_mb", r.torch_mb},
+                 {"at_peak_ms", r.at_peak_ms}});
   for (size_t i = 0; i < rows.size(); ++i) {
     const ModelBenchRow& r = rows[i];
     if (r.peers.empty()) continue;
@@ -312,6 +321,7 @@ void write_model_bench_json(const std::string& path, const std::vector<ModelBenc
     j[i]["speedup_vs_fastest_peer_min"] = fastest.timing.min_ms / r.compiled.min_ms;
     j[i]["speedup_vs_fastest_peer_alone"] = fastest.alone.median_ms / r.compiled_alone.median_ms;
     j[i]["memory_vs_fastest_peer"] = r.compiled_mb / fastest.peak_mb;
+    if (r.at_peak_ms > 0) j[i]["ceiling_vs_fastest_peer"] = fastest.timing.median_ms / r.at_peak_ms;
   }
   std::ofstream out(path);
   if (!out) throw Error("cannot write '" + path + "'");

@@ -57,6 +57,9 @@ struct ModelBenchRow {
   Timing compiled_alone;
   double relative_error = 0;  // max |compiled - torch| / max |torch|
   double compiled_mb = 0, torch_mb = 0;
+  // With --report: the plan's work at the machine's peak (ReportTotals::at_peak_ms), the
+  // floor of tlm's time; a peer's time over it is the most tlm could be faster (0: none).
+  double at_peak_ms = 0;
   std::vector<PeerRow> peers;
 
   const Timing& torch_best() const;

@@ -90,6 +90,7 @@ ReportTotals report_totals(const std::vector<TaskTime>& rows) {
   for (const auto& r : rows) {
     t.ms += r.ms;
     t.warm_ms += r.warm_ms;
+    t.gflop += r.gflop * r.steps;
     if (r.alone_ms <= 0) continue;
     t.timed_ms += r.ms;
     t.alone_ms += r.alone_ms * r.steps;
@@ -131,6 +132,14 @@ std::string format_report_table(const std::vector<TaskTime>& rows, double peak_g
     out += line;
   }
   out += "\n";
+  if (totals.at_peak_ms(peak_gflops) > 0) {
+    std::snprintf(line, sizeof line,
+                  "  at the peak: %.3f GFLOP of work in %.3f ms, the floor of this plan; the "
+                  "model runs at %.0f%% of the peak\n",
+                  totals.gflop, totals.at_peak_ms(peak_gflops),
+                  100 * totals.at_peak_ms(peak_gflops) / totals.ms);
+    out += line;
+  }
   if (peak_gflops > 0)
     out += "  (GFLOP/s in the model; %peak of " + number_or_dash("%.0f", peak_gflops) +
            " GFLOP/s measured on this machine; warm: each step run again at once, its data in"
@@ -157,6 +166,8 @@ void write_report_json(const std::string& path, const std::vector<TaskTime>& row
   nlohmann::json j = {{"peak_gflops", peak_gflops},
                       {"total_ms", totals.ms},
                       {"warm_ms", totals.warm_ms},
+                      {"work_gflop", totals.gflop},
+                      {"at_peak_ms", totals.at_peak_ms(peak_gflops)},
                       {"timed_alone",
                        {{"tasks", totals.timed_tasks},
                         {"in_model_ms", totals.timed_ms},

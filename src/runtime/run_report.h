@@ -50,6 +50,14 @@ struct ReportTotals {
   double alone_ms = 0;  // the same steps' kernels alone
   int timed_tasks = 0;
   double warm_ms = 0;  // every step run again at once (0: not timed)
+  double gflop = 0;    // the work of every step whose task's work is known
+
+  // The time this work takes at `peak_gflops`: a floor no schedule of this plan goes
+  // under (0: peak or work unknown). Elementwise and data-movement steps count their few
+  // flops, so the floor is below what memory bandwidth allows: a bound, not an estimate.
+  double at_peak_ms(double peak_gflops) const {
+    return peak_gflops > 0 ? gflop / peak_gflops * 1e3 : 0;
+  }
 };
 ReportTotals report_totals(const std::vector<TaskTime>& rows);
 // `peak_gflops` 0: not measured (its column is left out).
