@@ -6,7 +6,8 @@
 <json>.png: per model, the compiled model's speed over PyTorch's (the better of its two
 thread settings; median and min) and its peak memory relative to PyTorch's; with peers
 (`--peers`), also its speed and memory against the fastest of them (ONNX Runtime,
-OpenVINO).
+OpenVINO), and with `--report` the ceiling against that peer (its median over tlm's plan
+at the machine's peak) as a black tick over each model.
 """
 import argparse
 import json
@@ -45,6 +46,12 @@ def main():
     if peers:
         speed_panel(axes[2], "speedup_vs_fastest_peer", "latency: fastest peer / tlm",
                     "speed over the faster of ORT, OpenVINO (x)")
+        ceilings = [(i, r["ceiling_vs_fastest_peer"]) for i, r in zip(x, rows)
+                    if "ceiling_vs_fastest_peer" in r]
+        if ceilings:
+            axes[2].scatter([i for i, _ in ceilings], [c for _, c in ceilings], marker="_",
+                            s=900, color="black", label="ceiling (plan at peak)", zorder=3)
+            axes[2].legend()
     memory = axes[1]
     memory.bar([i - width / 2 for i in x], [r["compiled_peak_mb"] / r["torch_peak_mb"] for r in rows],
                width, color="tab:green", label="vs PyTorch")
