@@ -132,12 +132,12 @@ std::string format_report_table(const std::vector<TaskTime>& rows, double peak_g
     out += line;
   }
   out += "\n";
-  if (totals.at_peak_ms(peak_gflops) > 0) {
+  double floor_ms = totals.at_peak_ms(peak_gflops);
+  if (floor_ms > 0 && totals.ms > 0) {
     std::snprintf(line, sizeof line,
                   "  at the peak: %.3f GFLOP of work in %.3f ms, the floor of this plan; the "
                   "model runs at %.0f%% of the peak\n",
-                  totals.gflop, totals.at_peak_ms(peak_gflops),
-                  100 * totals.at_peak_ms(peak_gflops) / totals.ms);
+                  totals.gflop, floor_ms, 100 * floor_ms / totals.ms);
     out += line;
   }
   if (peak_gflops > 0)
