@@ -92,6 +92,10 @@ const Timing& ModelBenchRow::torch_best() const {
   return torch_blas1.median_ms <= torch_default.median_ms ? torch_blas1 : torch_default;
 }
 
+double ModelBenchRow::ceiling(const PeerRow& peer) const {
+  return at_peak_ms > 0 ? peer.timing.median_ms / at_peak_ms : 0;
+}
+
 const PeerRow* ModelBenchRow::fastest_peer() const {
   const PeerRow* best = nullptr;
   for (const auto& p : peers)
@@ -266,8 +270,7 @@ std::string format_model_bench_table(const std::vector<ModelBenchRow>& rows) {
   for (const auto& r : rows)
     for (const auto& p : r.peers) {
       char ceiling[32] = "-";
-      if (r.at_peak_ms > 0)
-        std::snprintf(ceiling, sizeof ceiling, "%.2fx", p.timing.median_ms / r.at_peak_ms);
+      if (r.ceiling(p) > 0) std::snprintf(ceiling, sizeof ceiling, "%.2fx", r.ceiling(p));
       std::snprintf(line, sizeof line,
                     "%-16s %-9s %-12s %11.2f %11.2f %11.2f %9.1f %8.1e %9.2fx %9.2fx %8s\n",
                     r.model.c_str(), p.system.c_str(), p.version.c_str(), p.timing.median_ms,
@@ -321,7 +324,7 @@ void write_model_bench_json(const std::string& path, const std::vector<ModelBenc
     j[i]["speedup_vs_fastest_peer_min"] = fastest.timing.min_ms / r.compiled.min_ms;
     j[i]["speedup_vs_fastest_peer_alone"] = fastest.alone.median_ms / r.compiled_alone.median_ms;
     j[i]["memory_vs_fastest_peer"] = r.compiled_mb / fastest.peak_mb;
-    if (r.at_peak_ms > 0) j[i]["ceiling_vs_fastest_peer"] = fastest.timing.median_ms / r.at_peak_ms;
+    if (r.ceiling(fastest) > 0) j[i]["ceiling_vs_fastest_peer"] = r.ceiling(fastest);
   }
   std::ofstream out(path);
   if (!out) throw Error("cannot write '" + path + "'");

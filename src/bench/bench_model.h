@@ -63,6 +63,8 @@ struct ModelBenchRow {
   std::vector<PeerRow> peers;
 
   const Timing& torch_best() const;
+  // The peer's median over at_peak_ms: the most tlm_speed this plan can reach (0: no floor).
+  double ceiling(const PeerRow& peer) const;
   const PeerRow* fastest_peer() const;  // by median; null without peers
 };
 
