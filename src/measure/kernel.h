@@ -5,8 +5,9 @@
 //   Reference (reference)    the unscheduled reference pipeline
 //   Adams2019, Mullapudi2016, Li2018 (adams2019, ...)   Halide's autoschedulers (Debian plugins)
 //   OneDnn, OpenBlas (onednn, openblas)                 vendor libraries
-//   FaultCrash, FaultHang, FaultWrong, FaultOom, FaultSlowFirst (fault:crash, ...,
-//     fault:slow-first: its first run sleeps 50 ms)   injected faults, for tests
+//   FaultCrash, FaultHang, FaultWrong, FaultOom, FaultSlowStart (fault:crash, ...,
+//     fault:slow-start: its first two runs sleep 50 and 25 ms, as a host's stall does)
+//                                                     injected faults, for tests
 #pragma once
 #include <memory>
 #include <string>
@@ -29,7 +30,7 @@ enum class KernelMethod : uint8_t {
   FaultHang,
   FaultWrong,
   FaultOom,
-  FaultSlowFirst
+  FaultSlowStart
 };
 const std::string& kernel_method_name(KernelMethod method);
 // Throws tlm::Error naming the known methods for an unknown name.

@@ -28,12 +28,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-void busy_wait(double seconds) {
-  auto start = Clock::now();
-  while (seconds_since(start) < seconds) {
-  }
-}
-
 // Idle time before each timed run (TLM_TIMING_GAP_MS overrides, for experiments).
 double gap_seconds() {
   static double gap = [] {
@@ -80,6 +74,12 @@ void wait_until_other_threads_idle(double max_seconds) {
 }
 
 }  // namespace
+
+void busy_wait(double seconds) {
+  auto start = Clock::now();
+  while (seconds_since(start) < seconds) {
+  }
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -45,6 +45,10 @@ struct TimingOptions {
   double turn_sleep_ms = 0;
 };
 
+// Spins for `seconds` without sleeping: a sleep would let the thread pool park, and its
+// wake-up (~6 ms on some hosts) would land in the next timed run.
+void busy_wait(double seconds);
+
 // The median of `values` (the mean of the middle two for an even count); not empty.
 double median(std::vector<double> values);
 
