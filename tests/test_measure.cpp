@@ -119,10 +119,10 @@ TEST(Measurer, CutoffStopsSlowCandidatesEarly) {
   EXPECT_GE(measurer.measure_each(task, {{KernelMethod::Reference, {}}}, &quick)[0].timing.runs, 3);
 }
 
-// A first run over the cutoff gets more after pauses: a kernel slow only on its first runs
-// (cold caches, page faults, a stall of the host spanning the first run and an immediate
-// retry) is timed in full, not cut off with one slow run as its time.
-TEST(Measurer, CutoffRetriesSlowFirstRunsAfterAPause) {
+// A first run over the cutoff gets retries: a kernel slow only on its first runs (cold
+// caches, page faults, a thread pool asleep, a stall of the host spanning the first run and
+// the next) is timed in full, not cut off with one slow run as its time.
+TEST(Measurer, CutoffRetriesSlowFirstRuns) {
   TaskSpec task = parse_task_spec("matmul:m=32,n=32,k=32");
   Measurer measurer(test_options());
   TimingOptions quick = {0, 3, 5, 0.01, 20.0};  // cutoff 20 ms; the first runs sleep 50, 25
