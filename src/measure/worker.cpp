@@ -49,21 +49,24 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 // over the cutoff gets retries, and the fastest timed run counts: a single slow first run
 // had stored a 0.065 ms convolution as 2.24 ms, and a search drops the candidates it cuts
 // off (session 37, Zen 5). Each retry is an untimed run that wakes the pool (it sleeps 2 ms
-// after a loop, and the verification in between can take longer), then a timed one. While
-// the timed runs disagree (a stall, not the kernel), the next retry comes after a longer
-// busy-waited pause: on a noisy host stalls of up to 5 ms come in clusters 25-80 ms long
-// (bench/host_stalls.sh). Two runs within kSteadyRunRatio of each other are the kernel's
-// own speed: it is cut off. Before the wake-up run, 34 of 83 records stored at more than
-// 20x their task's best ran under their cutoff when timed again (session 57, Zen 5).
+// after a loop, and the verification in between can take longer), then a timed one, after
+// a longer busy-waited pause each time: on a noisy host the vCPUs stop for up to kStallMs
+// at a time, in clusters 25-80 ms long (bench/host_stalls.sh), and two runs that each met
+// one took about the same time. Two runs longer than two stalls and within
+// kSteadyRunRatio of each other are the kernel's own speed: it is cut off then.
 constexpr double kCutoffRetryPausesMs[] = {0, 10, 40};
+constexpr double kStallMs = 5;
 constexpr double kSteadyRunRatio = 1.1;
+
+bool steady_runs(double a_ms, double b_ms) {
+  return std::min(a_ms, b_ms) > 2 * kStallMs &&
+         std::max(a_ms, b_ms) <= kSteadyRunRatio * std::min(a_ms, b_ms);
+}
 
 double first_run_against_cutoff(Kernel& kernel, double first_ms, double cutoff_ms) {
   double fastest = first_ms, last = first_ms, before_last = 0;
   for (double pause_ms : kCutoffRetryPausesMs) {
-    bool steady = before_last > 0 &&
-                  std::max(last, before_last) <= kSteadyRunRatio * std::min(last, before_last);
-    if (cutoff_ms <= 0 || fastest <= cutoff_ms || steady) break;
+    if (cutoff_ms <= 0 || fastest <= cutoff_ms || steady_runs(last, before_last)) break;
     busy_wait(pause_ms * 1e-3);
     kernel.run();  // wakes the thread pool
     auto start = std::chrono::steady_clock::now();
