@@ -12,6 +12,10 @@
 set -euo pipefail
 seconds=${1:-20}
 threads=${2:-2}
+if ! [[ $seconds =~ ^[1-9][0-9]*$ && $threads =~ ^[1-9][0-9]*$ ]]; then
+  echo "host_stalls: SECONDS and THREADS must be positive whole numbers (got '$seconds' '$threads')" >&2
+  exit 2
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cat > "$work/stalls.cpp" <<'EOF'

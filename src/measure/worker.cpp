@@ -50,10 +50,11 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 // had stored a 0.065 ms convolution as 2.24 ms, and a search drops the candidates it cuts
 // off (session 37, Zen 5). Each retry is an untimed run that wakes the pool (it sleeps 2 ms
 // after a loop, and the verification in between can take longer), then a timed one, after
-// a longer busy-waited pause each time: on a noisy host the vCPUs stop for up to kStallMs
-// at a time, in clusters 25-80 ms long (bench/host_stalls.sh), and two runs that each met
-// one took about the same time. Two runs longer than two stalls and within
-// kSteadyRunRatio of each other are the kernel's own speed: it is cut off then.
+// a longer busy-waited pause each time: on a noisy host the vCPUs stop for about kStallMs
+// at a time (a host time slice, 4.8-4.9 ms; rarely longer), in clusters of 2-130 ms
+// (bench/host_stalls.sh, session 58, Zen 5), and two runs that each met one took about the same
+// time. Two runs longer than two stalls and within kSteadyRunRatio of each other are the kernel's
+// own speed: it is cut off then.
 constexpr double kCutoffRetryPausesMs[] = {0, 10, 40};
 constexpr double kStallMs = 5;
 constexpr double kSteadyRunRatio = 1.1;
