@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <set>
 
 #include "measure/kernel.h"
 #include "measure/verify.h"
@@ -262,6 +263,79 @@ TEST(ScheduleSpace, AShiftedLoopRunsInParallelWhenEveryLoopOutsideHasOneIteratio
   build_kernel(task, {KernelMethod::Space, d}, inputs, output)->run();
   Verdict v = verify(output, reference, shape.reduction_length);
   EXPECT_TRUE(v.ok) << v.message;
+  set_kernel_threads(1);
+}
+
+// The parallel loop a model's build gives a convolution: the schedule's fused loops with
+// the rows' outermost (so each thread writes, and the next convolution reads, the same
+// rows), when the rows take more than one tile and every fused loop divides into whole
+// tiles; a batch of images keeps the schedule's split. Only convolutions whose weights are
+// small next to their activations split by rows.
+TEST(ScheduleSpace, RowsFirstPutsTheRowsOutermostInTheParallelLoop) {
+  const std::string small_weights =
+      "conv2d:n=1,c=64,h=28,w=28,k=64,r=1,s=1,in_block=16,out_block=16+bias+relu";
+  EXPECT_EQ(rows_first_dim(parse_task_spec(small_weights)), 2);
+  for (const char* other : {"conv2d:n=1,c=512,h=7,w=7,k=2048,r=1,s=1,in_block=16,out_block=16",
+                            "conv2d:n=1,c=64,h=28,w=28,k=64,r=1,s=1",
+                            "dwconv2d:n=1,c=64,h=28,w=28,r=3,s=3,pad=1,in_block=16,out_block=16",
+                            "dense:m=128,n=64,k=64"})
+    EXPECT_EQ(rows_first_dim(parse_task_spec(other)), -1) << other;
+  for (int batch : {1, 2}) {
+    std::string spec = small_weights;
+    spec.replace(spec.find("n=1"), 3, "n=" + std::to_string(batch));
+    TaskShape shape = describe_task(parse_task_spec(spec));
+    ScheduleSpace space(shape);
+    std::vector<int64_t> written(shape.output_shape.rbegin(), shape.output_shape.rend());
+    std::mt19937_64 rng(17);
+    int changed = 0;
+    for (int i = 0; i < 2000; ++i) {
+      OutputSchedule out = space.decode(space.sample(rng)).output;
+      auto fused = parallel_dims(out, shape.output().extents, written);
+      auto rows = parallel_dims(out, shape.output().extents, written, 2);
+      int64_t row_tiles = (shape.output().extents[2] + out.tile1[2] - 1) / out.tile1[2];
+      int64_t images = (shape.output().extents[4] + out.tile1[4] - 1) / out.tile1[4];
+      if (fused.empty() || row_tiles < 2 || images > 1) {
+        EXPECT_EQ(rows, fused);
+        continue;
+      }
+      if (rows == fused) continue;  // a loop that does not divide into whole tiles
+      ++changed;
+      ASSERT_EQ(rows.front(), 2u);
+      std::set<size_t> others(rows.begin() + 1, rows.end()), schedules(fused.begin(), fused.end());
+      schedules.erase(2);
+      EXPECT_EQ(others, schedules);
+    }
+    if (batch == 1) {
+      EXPECT_GT(changed, 200);
+    }
+  }
+}
+
+// Split by rows first, sampled schedules of a channel-blocked convolution on two threads
+// compute the reference result.
+TEST(ScheduleSpace, RowsFirstSchedulesComputeTheReference) {
+  set_kernel_threads(2);
+  TaskSpec task = parse_task_spec(
+      "conv2d:n=1,c=32,h=14,w=14,k=48,r=3,s=3,pad=1,in_block=16,out_block=16+bias+relu");
+  TaskShape shape = describe_task(task);
+  ASSERT_EQ(rows_first_dim(task), 2);
+  ScheduleSpace space(shape);
+  std::vector<int64_t> written(shape.output_shape.rbegin(), shape.output_shape.rend());
+  auto inputs = random_inputs(shape, 9);
+  Tensor reference = reference_output(task, inputs);
+  std::mt19937_64 rng(23);
+  for (int built = 0, tries = 0; built < 20 && tries < 2000; ++tries) {
+    auto d = space.sample(rng);
+    OutputSchedule out = space.decode(d).output;
+    if (parallel_dims(out, shape.output().extents, written, 2) ==
+        parallel_dims(out, shape.output().extents, written))
+      continue;
+    ++built;
+    Tensor output = Tensor::zeros(shape.output_shape);
+    build_kernel(task, {KernelMethod::Space, d}, inputs, output, true)->run();
+    Verdict v = verify(output, reference, shape.reduction_length);
+    EXPECT_TRUE(v.ok) << v.message;
+  }
   set_kernel_threads(1);
 }
 

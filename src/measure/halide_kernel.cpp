@@ -262,7 +262,8 @@ void set_kernel_threads(int threads) {
 }
 
 std::unique_ptr<Kernel> build_kernel(const TaskSpec& task, const Candidate& candidate,
-                                     const std::vector<Tensor>& inputs, Tensor& output) {
+                                     const std::vector<Tensor>& inputs, Tensor& output,
+                                     bool rows_first) {
   KernelMethod method = candidate.method;
   if (is_library(method)) {
     std::vector<const float*> pointers;
@@ -284,7 +285,9 @@ std::unique_ptr<Kernel> build_kernel(const TaskSpec& task, const Candidate& cand
                                          output);
   }
   try {
-    ScheduledPipeline scheduled = schedule_candidate(task, candidate);
+    CodegenOptions options;
+    if (rows_first) options.rows_first_dim = rows_first_dim(task);
+    ScheduledPipeline scheduled = schedule_candidate(task, candidate, options);
     return std::make_unique<HalideKernel>(std::move(scheduled.pipeline), inputs, output,
                                           scheduled.description, scheduled.weight_block);
   } catch (const Halide::Error& e) {
@@ -297,6 +300,13 @@ namespace {
 // TLM_WEIGHT_PREFETCH=0 builds without it (to measure what it gives).
 bool weight_prefetch_wanted() {
   const char* value = std::getenv("TLM_WEIGHT_PREFETCH");
+  return !value || std::string(value) != "0";
+}
+
+// Whether ahead-of-time builds split convolutions by rows first (rows_first_dim; unless
+// TLM_ROWS_FIRST=0, for A/B runs).
+bool rows_first_wanted() {
+  const char* value = std::getenv("TLM_ROWS_FIRST");
   return !value || std::string(value) != "0";
 }
 
@@ -328,6 +338,7 @@ int64_t compile_task_object(const TaskSpec& task, const Candidate& candidate,
   try {
     CodegenOptions options;
     options.prefetch_weights = weight_prefetch_wanted();
+    options.rows_first_dim = rows_first_wanted() ? rows_first_dim(task) : -1;
     ScheduledPipeline scheduled = schedule_candidate(task, candidate, options);
     std::vector<Halide::Argument> args(scheduled.pipeline.inputs.begin(),
                                        scheduled.pipeline.inputs.end());

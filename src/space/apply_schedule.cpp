@@ -107,32 +107,57 @@ Var fuse_parallel(Func out, const std::vector<Var>& outer, const std::vector<siz
 
 // `extents`: the loops the schedule tiles; `written`: the output buffer's extents, both
 // innermost first.
+// How each tiled loop ends: a cache tile that does not divide its loop shifts its last
+// tile inwards. An output written narrower than the loops its tiles divide (a dense
+// layer's padded columns) guards its stores instead: the tiles stay on the packed
+// weight's blocks.
+std::vector<TailStrategy> tail_strategies(const OutputSchedule& s,
+                                          const std::vector<int64_t>& extents,
+                                          const std::vector<int64_t>& written) {
+  std::vector<TailStrategy> tails(extents.size());
+  for (size_t d = 0; d < extents.size(); ++d) {
+    bool divides = extents[d] % s.tile1[d] == 0;
+    tails[d] = divides ? TailStrategy::Auto : TailStrategy::ShiftInwards;
+    if (divides && d < written.size() && written[d] < extents[d])
+      tails[d] = TailStrategy::GuardWithIf;
+  }
+  return tails;
+}
+
+// `fused` with `rows` outermost, where parallel_dims (apply_schedule.h) allows it.
+std::vector<size_t> rows_outermost(const std::vector<size_t>& fused, int rows,
+                                   const std::vector<TailStrategy>& tails,
+                                   const std::vector<int64_t>& iterations) {
+  if (fused.empty() || rows < 0 || size_t(rows) >= iterations.size()) return fused;
+  auto r = size_t(rows);
+  if (iterations[r] < 2) return fused;
+  for (size_t d = r + 2; d < iterations.size(); ++d)
+    if (iterations[d] > 1) return fused;  // a batch: whole images per thread already
+  std::vector<size_t> out{r};
+  for (size_t d : fused)
+    if (d != r) out.push_back(d);
+  for (size_t d : out)
+    if (tails[d] != TailStrategy::Auto) return fused;
+  return out;
+}
+
 OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s,
                             const std::vector<int64_t>& extents,
-                            const std::vector<int64_t>& written) {
+                            const std::vector<int64_t>& written, int rows_first) {
   Func out = stage.func;
   size_t dims = stage.vars.size();
   std::vector<Var> outer, mid, inner;
-  std::vector<TailStrategy> tails(dims);
+  std::vector<TailStrategy> tails = tail_strategies(s, extents, written);
   for (size_t d = 0; d < dims; ++d) {
     const std::string n = stage.vars[d].name();
     outer.emplace_back(n + "_o");
     mid.emplace_back(n + "_m");
     inner.emplace_back(n + "_i");
     Var tile(n + "_t");
-    // A cache tile that does not divide its loop shifts its last tile inwards. An output
-    // written narrower than the loops its tiles divide (a dense layer's padded columns)
-    // guards its stores instead: the tiles stay on the packed weight's blocks.
-    bool divides = extents[d] % s.tile1[d] == 0;
-    TailStrategy& tail = tails[d];
-    tail = divides ? TailStrategy::Auto : TailStrategy::ShiftInwards;
-    if (divides && d < written.size() && written[d] < extents[d]) tail = TailStrategy::GuardWithIf;
-    out.split(stage.vars[d], outer[d], tile, static_cast<int>(s.tile1[d]), tail)
-        .split(tile, mid[d], inner[d], static_cast<int>(s.tile2[d]), tail);
+    out.split(stage.vars[d], outer[d], tile, static_cast<int>(s.tile1[d]), tails[d])
+        .split(tile, mid[d], inner[d], static_cast<int>(s.tile2[d]), tails[d]);
   }
-  std::vector<int64_t> iterations(dims);
-  for (size_t d = 0; d < dims; ++d) iterations[d] = (extents[d] + s.tile1[d] - 1) / s.tile1[d];
-  std::vector<size_t> fused = fused_dims(dims, s.parallel_loops, tails, iterations);
+  std::vector<size_t> fused = parallel_dims(s, extents, written, rows_first);
   auto [store_dim, store_width] = store_vector(s);
   std::vector<int> tile_dims = register_tile_order(dims, store_dim, s.tile2);
   std::vector<VarOrRVar> order;
@@ -306,11 +331,37 @@ WeightPrefetchSite weight_prefetch_site(const StageShape& shape, const StageSche
   return site;
 }
 
+std::vector<size_t> parallel_dims(const OutputSchedule& s, const std::vector<int64_t>& extents,
+                                  const std::vector<int64_t>& written, int rows_first) {
+  std::vector<TailStrategy> tails = tail_strategies(s, extents, written);
+  std::vector<int64_t> iterations(extents.size());
+  for (size_t d = 0; d < extents.size(); ++d)
+    iterations[d] = (extents[d] + s.tile1[d] - 1) / s.tile1[d];
+  std::vector<size_t> fused = fused_dims(extents.size(), s.parallel_loops, tails, iterations);
+  return rows_outermost(fused, rows_first, tails, iterations);
+}
+
+int rows_first_dim(const TaskSpec& task) {
+  if (task.op() != "conv2d" || task.output_block() <= 1) return -1;
+  TaskShape shape = describe_task(task);
+  if (shape.output_shape.size() != 5) return -1;
+  auto elements = [](const std::vector<int64_t>& dims) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  };
+  int64_t weights = 0, activations = elements(shape.output_shape);
+  for (size_t i = 0; i < shape.inputs.size(); ++i)
+    (int(i) == shape.packable_input ? weights : activations) += elements(shape.inputs[i].shape);
+  return weights <= 2 * activations ? 2 : -1;
+}
+
 void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule,
                     const CodegenOptions& options) {
   OutputLoops loops =
       schedule_output(pipeline.stages.back(), schedule.output, pipeline.shape.output().extents,
-                      {pipeline.shape.output_shape.rbegin(), pipeline.shape.output_shape.rend()});
+                      {pipeline.shape.output_shape.rbegin(), pipeline.shape.output_shape.rend()},
+                      options.rows_first_dim);
   PrefetchedWeights prefetched;
   int weights = pipeline.shape.packable_input;
   if (options.prefetch_weights && pipeline.shape.prefetch_packable && weights >= 0 &&

@@ -16,8 +16,35 @@ struct CodegenOptions {
   // inference, and a dense layer's k loop crosses a page every 4 KB of a panel, where the hardware
   // prefetcher stops (bench/reports/weight_prefetch_s30_intel.txt).
   bool prefetch_weights = false;
+  // The output dim (innermost first) whose tile loop goes outermost in the parallel loop,
+  // so that the threads split the image by rows (-1: as the schedule fuses; rows_first_dim).
+  int rows_first_dim = -1;
 };
 inline constexpr int64_t kWeightPrefetchBytes = 4096;
+
+// Rows first. The pool gives each thread one contiguous part of a parallel loop. A
+// convolution parallel over output-channel blocks leaves half of the channels in each
+// core's caches, and a 1x1 convolution after it reads every channel: half of its input
+// comes from the other core. When the host places the two vCPUs on different L3s (a
+// core-to-core round trip of ~430 ns instead of ~85, for seconds at a time) that handoff
+// made ResNet-50 1.35x slower (bench/reports/rows_first_s59_zen5.txt). Split by rows,
+// consecutive convolutions find their rows where they wrote them. Each thread then reads
+// all of the weights, so only convolutions whose weights are small next to their
+// activations split this way.
+//
+// The dim an ahead-of-time build puts first: the rows (2) of a convolution writing
+// channel-blocked activations, [N][K/b][H][W][b], whose weights are at most twice its
+// activations (inputs and output); else -1.
+int rows_first_dim(const TaskSpec& task);
+
+// The output's cache-tile loops fused into its one parallel loop, outermost first (empty:
+// serial): the schedule's, or with `rows_first` >= 0 that dim's loop outermost and the
+// schedule's others inside it, when every one of them divides into whole tiles, the rows
+// take more than one tile and no loop outside the channel blocks (a batch) has more than
+// one. `extents`: the loops the schedule tiles; `written`: the output buffer's extents,
+// both innermost first.
+std::vector<size_t> parallel_dims(const OutputSchedule& s, const std::vector<int64_t>& extents,
+                                  const std::vector<int64_t>& written, int rows_first = -1);
 
 // Where an anchor prefetches its packed weights: along the outermost reduction loop, or
 // along that loop's inner half when one outer trip reads more than kWeightPrefetchBytes of a
