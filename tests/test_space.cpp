@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <set>
 
@@ -311,8 +312,19 @@ TEST(ScheduleSpace, RowsFirstPutsTheRowsOutermostInTheParallelLoop) {
   }
 }
 
+// The name of the first parallel loop in a kernel's lowered statement (TLM_DUMP_KERNEL).
+std::string first_parallel_loop(const std::string& stmt_path) {
+  std::ifstream in(stmt_path);
+  for (std::string line; std::getline(in, line);) {
+    size_t at = line.find("halide_do_par_for(");
+    if (at != std::string::npos) return line.substr(at, line.find(',', at) - at);
+  }
+  return "";
+}
+
 // Split by rows first, sampled schedules of a channel-blocked convolution on two threads
-// compute the reference result.
+// compute the reference result, and their parallel loop runs over the rows (y) outside the
+// output-channel blocks (ko).
 TEST(ScheduleSpace, RowsFirstSchedulesComputeTheReference) {
   set_kernel_threads(2);
   TaskSpec task = parse_task_spec(
@@ -331,10 +343,19 @@ TEST(ScheduleSpace, RowsFirstSchedulesComputeTheReference) {
         parallel_dims(out, shape.output().extents, written))
       continue;
     ++built;
+    std::string prefix = testing::TempDir() + "rows_first_" + std::to_string(built);
+    if (built <= 3) setenv("TLM_DUMP_KERNEL", prefix.c_str(), 1);
     Tensor output = Tensor::zeros(shape.output_shape);
     build_kernel(task, {KernelMethod::Space, d}, inputs, output, true)->run();
+    unsetenv("TLM_DUMP_KERNEL");
     Verdict v = verify(output, reference, shape.reduction_length);
     EXPECT_TRUE(v.ok) << v.message;
+    if (built > 3) continue;
+    // The fused loop's name lists its loops outermost first ("..._y_o_ko_o..."), after
+    // the path of the loop it replaced.
+    std::string loop = first_parallel_loop(prefix + ".stmt");
+    bool rows_only = loop.size() > 4 && loop.compare(loop.size() - 4, 4, "_y_o") == 0;
+    EXPECT_TRUE(loop.find("_y_o_ko_o") != std::string::npos || rows_only) << loop;
   }
   set_kernel_threads(1);
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/shape.h"
+
 namespace tlm {
 namespace {
 
@@ -105,8 +107,6 @@ Var fuse_parallel(Func out, const std::vector<Var>& outer, const std::vector<siz
   return loop;
 }
 
-// `extents`: the loops the schedule tiles; `written`: the output buffer's extents, both
-// innermost first.
 // How each tiled loop ends: a cache tile that does not divide its loop shifts its last
 // tile inwards. An output written narrower than the loops its tiles divide (a dense
 // layer's padded columns) guards its stores instead: the tiles stay on the packed
@@ -141,6 +141,18 @@ std::vector<size_t> rows_outermost(const std::vector<size_t>& fused, int rows,
   return out;
 }
 
+// The fused dims (parallel_dims in apply_schedule.h), given each loop's tail strategy.
+std::vector<size_t> parallel_dims_with(const OutputSchedule& s, const std::vector<int64_t>& extents,
+                                       const std::vector<TailStrategy>& tails, int rows_first) {
+  std::vector<int64_t> iterations(extents.size());
+  for (size_t d = 0; d < extents.size(); ++d)
+    iterations[d] = (extents[d] + s.tile1[d] - 1) / s.tile1[d];
+  std::vector<size_t> fused = fused_dims(extents.size(), s.parallel_loops, tails, iterations);
+  return rows_outermost(fused, rows_first, tails, iterations);
+}
+
+// `extents`: the loops the schedule tiles; `written`: the output buffer's extents, both
+// innermost first.
 OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s,
                             const std::vector<int64_t>& extents,
                             const std::vector<int64_t>& written, int rows_first) {
@@ -157,7 +169,7 @@ OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s,
     out.split(stage.vars[d], outer[d], tile, static_cast<int>(s.tile1[d]), tails[d])
         .split(tile, mid[d], inner[d], static_cast<int>(s.tile2[d]), tails[d]);
   }
-  std::vector<size_t> fused = parallel_dims(s, extents, written, rows_first);
+  std::vector<size_t> fused = parallel_dims_with(s, extents, tails, rows_first);
   auto [store_dim, store_width] = store_vector(s);
   std::vector<int> tile_dims = register_tile_order(dims, store_dim, s.tile2);
   std::vector<VarOrRVar> order;
@@ -333,26 +345,17 @@ WeightPrefetchSite weight_prefetch_site(const StageShape& shape, const StageSche
 
 std::vector<size_t> parallel_dims(const OutputSchedule& s, const std::vector<int64_t>& extents,
                                   const std::vector<int64_t>& written, int rows_first) {
-  std::vector<TailStrategy> tails = tail_strategies(s, extents, written);
-  std::vector<int64_t> iterations(extents.size());
-  for (size_t d = 0; d < extents.size(); ++d)
-    iterations[d] = (extents[d] + s.tile1[d] - 1) / s.tile1[d];
-  std::vector<size_t> fused = fused_dims(extents.size(), s.parallel_loops, tails, iterations);
-  return rows_outermost(fused, rows_first, tails, iterations);
+  return parallel_dims_with(s, extents, tail_strategies(s, extents, written), rows_first);
 }
 
 int rows_first_dim(const TaskSpec& task) {
-  if (task.op() != "conv2d" || task.output_block() <= 1) return -1;
+  if (task.kind != TaskKind::Conv2d || task.output_block() <= 1) return -1;
   TaskShape shape = describe_task(task);
   if (shape.output_shape.size() != 5) return -1;
-  auto elements = [](const std::vector<int64_t>& dims) {
-    int64_t n = 1;
-    for (int64_t d : dims) n *= d;
-    return n;
-  };
-  int64_t weights = 0, activations = elements(shape.output_shape);
+  int64_t weights = 0, activations = element_count(shape.output_shape);
   for (size_t i = 0; i < shape.inputs.size(); ++i)
-    (int(i) == shape.packable_input ? weights : activations) += elements(shape.inputs[i].shape);
+    (int(i) == shape.packable_input ? weights : activations) +=
+        element_count(shape.inputs[i].shape);
   return weights <= 2 * activations ? 2 : -1;
 }
 
