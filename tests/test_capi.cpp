@@ -14,6 +14,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
 #include "capi/tlm_runtime.h"
 #include "util/npy.h"
 
@@ -101,6 +105,27 @@ TEST(Capi, RunGivesExactlyTheToolsOutput) {
   tlm_close(model);
   fs::remove(in), fs::remove(out);
 }
+
+#if defined(__x86_64__)
+// A run flushes denormals on the caller's thread (runtime/float_mode.h) and gives the
+// caller its own floating-point mode back: a product below FLT_MIN is not zero after it.
+TEST(Capi, ARunGivesTheCallerItsFloatModeBack) {
+  tlm_model* model = tlm_open(CAPI_ARTIFACT);
+  ASSERT_NE(model, nullptr) << tlm_last_error();
+  tlm_tensor_info info;
+  ASSERT_EQ(tlm_input_info(model, 0, &info), 0);
+  std::vector<float> input(info.elements, 0.5f);
+  for (unsigned mode : {0x1f80u, 0x1f80u | 0x6000u}) {  // the default; rounding toward zero
+    _mm_setcsr(mode);
+    run_capi(model, {input.data()});
+    EXPECT_EQ(_mm_getcsr() & ~0x3fu, mode) << "MXCSR (exception flags masked off)";
+  }
+  _mm_setcsr(0x1f80u);
+  volatile float tiny = 1e-30f, small = 1e-10f;
+  EXPECT_GT(tiny * small, 0.0f);
+  tlm_close(model);
+}
+#endif
 
 // Integer inputs (token ids, a mask) go in as int64: the ONNX BERT fixture against the tool.
 TEST(Capi, IntegerInputsGoInAsTheirOwnType) {

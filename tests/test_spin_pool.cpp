@@ -1,5 +1,6 @@
 // The pool compiled models run their parallel loops on: every iteration runs exactly
-// once whatever the loop size, failures come back, nested and concurrent loops complete.
+// once whatever the loop size, failures come back, nested and concurrent loops complete,
+// and every thread runs a loop in its caller's floating-point mode (float_mode.h).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/float_mode.h"
 #include "runtime/spin_pool.h"
 
 namespace tlm {
@@ -73,10 +75,14 @@ struct Owners {
   explicit Owners(int n) : by_iteration(size_t(n)) {}
 };
 
-int note_owner(void* context, int index, uint8_t*) {
+void work_100_microseconds() {
   auto start = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - start < std::chrono::microseconds(100)) {
   }
+}
+
+int note_owner(void* context, int index, uint8_t*) {
+  work_100_microseconds();
   static_cast<Owners*>(context)->by_iteration[size_t(index)] = std::this_thread::get_id();
   return 0;
 }
@@ -101,6 +107,60 @@ TEST(SpinPool, TheCallerRunsTheFirstBlockOfTheLoop) {
     loops_kept += 4 * own >= 3 * block;
   }
   EXPECT_GE(loops_kept, loops / 2) << "loops where the caller ran 3/4 of its own block";
+}
+
+// Per iteration: its thread, a product below FLT_MIN (FTZ flushes it) and a denormal
+// read back through a multiply (DAZ reads it as 0). volatile keeps the compiler from
+// folding them.
+struct Denormals {
+  std::vector<std::thread::id> owner;
+  std::vector<float> product, read_back;
+  explicit Denormals(int n) : owner(size_t(n)), product(size_t(n)), read_back(size_t(n)) {}
+};
+
+int make_denormals(void* context, int index, uint8_t*) {
+  work_100_microseconds();
+  auto* d = static_cast<Denormals*>(context);
+  volatile float tiny = 1e-30f, small = 1e-10f, denormal = 1e-40f, one = 1.0f;
+  d->owner[size_t(index)] = std::this_thread::get_id();
+  d->product[size_t(index)] = tiny * small;
+  d->read_back[size_t(index)] = denormal * one;
+  return 0;
+}
+
+// Loops until one ran on more than one thread, so the workers' mode is checked too.
+Denormals run_on_every_thread(int size) {
+  for (int attempt = 0;; ++attempt) {
+    Denormals d(size);
+    EXPECT_EQ(spin_pool_do_par_for(&d, make_denormals, 0, size, nullptr), 0);
+    int other = 0;
+    for (auto id : d.owner) other += id != std::this_thread::get_id();
+    if (other > 0 || attempt == 50) return d;
+  }
+}
+
+TEST(SpinPool, EveryThreadRunsInTheCallersFloatMode) {
+  if (spin_pool_threads() < 2) GTEST_SKIP() << "one thread: no workers to check";
+  const int size = 32;
+  uint32_t callers_mode = current_float_mode();
+  {
+    FlushDenormals flush;
+    if (!runs_flush_denormals()) GTEST_SKIP() << "TLM_DENORMALS=keep";
+    Denormals d = run_on_every_thread(size);
+    int by_workers = 0;
+    for (int i = 0; i < size; ++i) {
+      by_workers += d.owner[size_t(i)] != std::this_thread::get_id();
+      EXPECT_EQ(d.product[size_t(i)], 0.0f) << "iteration " << i << ": not flushed to zero";
+      EXPECT_EQ(d.read_back[size_t(i)], 0.0f) << "iteration " << i << ": denormal input kept";
+    }
+    EXPECT_GT(by_workers, 0) << "no iteration ran on a worker";
+  }
+  EXPECT_EQ(current_float_mode(), callers_mode) << "the caller's mode did not come back";
+  Denormals d = run_on_every_thread(size);  // outside the scope: gradual underflow again
+  for (int i = 0; i < size; ++i) {
+    EXPECT_GT(d.product[size_t(i)], 0.0f) << "iteration " << i;
+    EXPECT_GT(d.read_back[size_t(i)], 0.0f) << "iteration " << i;
+  }
 }
 
 TEST(SpinPool, UsesTheMachinesThreadsUnlessHalidesVariableSaysOtherwise) {

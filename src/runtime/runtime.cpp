@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "runtime/float_mode.h"
 #include "runtime/memory_plan.h"
 #include "runtime/plan_check.h"
 #include "runtime/spin_pool.h"
@@ -190,6 +191,7 @@ void CompiledModel::run(const float* const* inputs, float* const* outputs,
     std::unique_ptr<Arena> arena;
     ~Lease() { model.give_back(std::move(arena)); }
   } lease{*this, take_arena()};
+  FlushDenormals flush;  // float_mode.h
   RunMemory memory{lease.arena->data(), inputs, outputs};
   size_t per_image = size_t(plan_.sliced_steps);
   for (memory.slice = 0; memory.slice < plan_.slices && per_image > 0; ++memory.slice)

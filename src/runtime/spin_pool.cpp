@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/float_mode.h"
+
 namespace tlm {
 namespace {
 
@@ -45,7 +47,7 @@ class SpinPool {
     bool idle = false;
     if (workers_.empty() || size <= 1 || !busy_.compare_exchange_strong(idle, true))
       return run_inline(user_context, task, min, size, closure);
-    job_ = {user_context, task, closure, min + size};
+    job_ = {user_context, task, closure, min + size, current_float_mode()};
     next_.store(min);
     int parts = int(blocks_.size());
     for (int p = 0; p < parts; ++p) {
@@ -71,6 +73,7 @@ class SpinPool {
     ParallelTask task = nullptr;
     uint8_t* closure = nullptr;
     int end = 0;
+    uint32_t float_mode = 0;  // the caller's (float_mode.h): the workers run in it too
   };
 
   static int run_inline(void* user_context, ParallelTask task, int min, int size,
@@ -121,9 +124,11 @@ class SpinPool {
   void work_loop(int self) {
     uint64_t seen =
         0;  // the generation at construction: a job posted before this thread ran counts
+    uint32_t float_mode = current_float_mode();
     while (true) {
       seen = wait_for_job(seen);
       if (stop_) return;
+      if (job_.float_mode != float_mode) set_float_mode(float_mode = job_.float_mode);
       take_iterations(self);
       unfinished_.fetch_sub(1, std::memory_order_release);
     }

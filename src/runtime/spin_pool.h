@@ -17,7 +17,8 @@
 // ResNet-50 1.07x and MobileNetV2 1.025x slower (session 23, Zen 5, same artifacts).
 // TLM_POOL_SCHEDULE=dynamic brings that back, for experiments. A loop started while
 // another runs (a nested parallel loop, or a second thread running a model) runs on its
-// caller alone.
+// caller alone. A loop runs on every thread in its caller's floating-point mode
+// (float_mode.h: a model's run flushes denormals).
 #pragma once
 #include <cstdint>
 
