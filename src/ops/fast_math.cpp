@@ -4,7 +4,10 @@ namespace tlm {
 
 Halide::Expr bounded_exp(const Halide::Expr& z_in) {
   using Halide::Expr;
-  Expr z = Halide::clamp(z_in, -87.0f, 88.0f);
+  // Below -87.68, k = -127 and 2^k's bits are all zero: exp is exactly 0 there, as a
+  // masked softmax entry's should be (clamping at -87 gave 1.65e-38, whose products are
+  // denormal: runtime/float_mode.h).
+  Expr z = Halide::clamp(z_in, -88.0f, 88.0f);
   // k = round(z / ln2): adding 1.5 * 2^23 leaves k in the low mantissa bits
   Expr shifted = z * 1.44269504088896341f + 12582912.0f;
   Expr k = Halide::reinterpret(Halide::Int(32), shifted) - 0x4B400000;

@@ -16,8 +16,9 @@
 
 namespace tlm {
 
-// exp(z) for z clamped to [-87, 88]: exact enough wherever the caller cannot tell
-// exp(88) from infinity or exp(-87) from zero (1 / (1 + exp(-x)), exp(x - rowmax)).
+// exp(z) for z clamped to [-88, 88]: exact enough wherever the caller cannot tell
+// exp(88) from infinity or exp(-87) from zero (1 / (1 + exp(-x)), exp(x - rowmax)); 0
+// below -87.68, where exp is no longer a normal float (a denormal just above).
 Halide::Expr bounded_exp(const Halide::Expr& z);
 
 }  // namespace tlm
