@@ -2,16 +2,17 @@
 //
 // Denormals are the floats below FLT_MIN (1.2e-38). x86 cores handle an instruction
 // that reads or writes one in microcode: on Intel cores about a hundred cycles each,
-// on AMD's far less. They arise in real networks where a softmax row's spread passes
-// 87 (exp(-87) < FLT_MIN): BERT's attention probabilities on an Intel host (session
-// 60) made the probabilities-by-values product 100x slower in the model than alone,
-// and the model 2x slower. TensorFlow runs its kernels with denormals flushed, and
-// oneDNN's and MLAS's exp never return one; a compiled model does the same: each run
-// sets the MXCSR's flush-to-zero (FTZ: a denormal result becomes 0) and
-// denormals-are-zero (DAZ: a denormal input reads as 0) bits on the calling thread and
-// puts the caller's bits back when it ends; the pool's workers take the caller's mode
-// with each parallel loop (spin_pool.h). Results change only where a value would have
-// been below 1.2e-38. TLM_DENORMALS=keep runs in the caller's own mode.
+// on AMD's far less. A product of two small values makes one: BERT's softmax, whose exp
+// returned 1.65e-38 for masked and far-below-max entries (ops/fast_math.h, since
+// fixed), made the attention's probabilities-by-values product 100x slower in the model
+// than alone on an Intel host (session 60), and the model 2x slower. TensorFlow runs its
+// kernels with denormals flushed, and oneDNN's and MLAS's exp never return one; a
+// compiled model does the same: each run sets the MXCSR's flush-to-zero (FTZ: a
+// denormal result becomes 0) and denormals-are-zero (DAZ: a denormal input reads as 0)
+// bits on the calling thread and puts the caller's bits back when it ends; the pool's
+// workers take the caller's mode with each parallel loop (spin_pool.h). Results change
+// only where a value would have been below 1.2e-38. TLM_DENORMALS=keep runs in the
+// caller's own mode.
 #pragma once
 #include <cstdint>
 
