@@ -129,8 +129,11 @@ bool Measurer::send(const std::string& request_line, MeasureResult& failure) {
   if (pid_ <= 0) start_worker();
   std::string line = request_line + "\n";
   if (write(to_worker_, line.data(), line.size()) == ssize_t(line.size())) return true;
-  failure = {Status::Crash, {}, 0, 0, "worker closed its input: " + worker_log_tail()};
-  stop_worker();
+  // Its input closed: the worker has exited or is exiting. One whose exec failed exits
+  // 127 (a setup error, thrown by worker_exit_reason); SIGKILL does not change the status
+  // of one already exiting, and stops one that closed its input but lives on.
+  kill(pid_, SIGKILL);
+  failure = {Status::Crash, {}, 0, 0, "worker closed its input: " + worker_exit_reason()};
   return false;
 }
 
