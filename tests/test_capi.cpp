@@ -108,7 +108,7 @@ TEST(Capi, RunGivesExactlyTheToolsOutput) {
 
 #if defined(__x86_64__)
 // A run flushes denormals on the caller's thread (runtime/float_mode.h) and gives the
-// caller its own floating-point mode back: a product below FLT_MIN is not zero after it.
+// caller its own floating-point mode back, whatever that mode was.
 TEST(Capi, ARunGivesTheCallerItsFloatModeBack) {
   tlm_model* model = tlm_open(CAPI_ARTIFACT);
   ASSERT_NE(model, nullptr) << tlm_last_error();
@@ -121,8 +121,6 @@ TEST(Capi, ARunGivesTheCallerItsFloatModeBack) {
     EXPECT_EQ(_mm_getcsr() & ~0x3fu, mode) << "MXCSR (exception flags masked off)";
   }
   _mm_setcsr(0x1f80u);
-  volatile float tiny = 1e-30f, small = 1e-10f;
-  EXPECT_GT(tiny * small, 0.0f);
   tlm_close(model);
 }
 #endif
