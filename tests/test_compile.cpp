@@ -277,6 +277,32 @@ void store_layout_prices(
 }
 
 // Without measurements the rule picks the layout (blocks for depthwise convolutions);
+// A Winograd product whose filters may be packed (constant_b=1) reads the records stored
+// before it could (no constant_b) as its plain-layout schedules, its own first.
+TEST(LayoutChoice, AWinogradProductReadsItsRecordsFromBeforeItsFiltersCouldBePacked) {
+  std::string dir = fresh_dir("earlier_form");
+  std::filesystem::remove(dir + ".db");
+  RecordStore store(dir + ".db");
+  const std::string plain = "batch_matmul:b=4,m=9,n=32,k=16", packable = plain + ",constant_b=1";
+  ScheduleSpace old_space(describe_task(parse_task_spec(plain)));
+  std::mt19937_64 rng(29);
+  auto old_decisions = old_space.sample(rng);
+  store.add(
+      {{"test-hardware", plain, plain, old_decisions, "test", Status::Ok, 2, 2, 1, "", "", 0}});
+  auto found = fastest_legal(store, packable, "test-hardware");
+  ASSERT_TRUE(found);
+  std::vector<int64_t> expected = old_decisions;
+  expected.insert(expected.begin(), 1);  // layout.weight_block: the plain layout
+  EXPECT_EQ(found->decisions, expected);
+  EXPECT_FALSE(fastest_legal(store, packable, "other-hardware"));
+  EXPECT_FALSE(fastest_legal(store, "batch_matmul:b=4,m=9,n=32,k=8,constant_b=1", "test-hardware"));
+  ScheduleSpace space(describe_task(parse_task_spec(packable)));
+  auto own = space.sample(rng);
+  own[0] = 16, own = space.repair(own, 1, rng);
+  store.add({{"test-hardware", packable, packable, own, "test", Status::Ok, 3, 3, 1, "", "", 0}});
+  EXPECT_EQ(fastest_legal(store, packable, "test-hardware")->decisions, own);  // though slower
+}
+
 // with every task of both layouts measured, the cheaper sum of uses x fastest schedule.
 TEST(LayoutChoice, TheMeasuredCheaperLayoutWinsElseTheRule) {
   ZooOptions small;

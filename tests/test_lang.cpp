@@ -121,6 +121,19 @@ TEST(Vocabulary, DenseColumnsAreInTheKeyButNotThePrompt) {
             encode_prompt(test_hardware(), part, describe_task(part)));
 }
 
+// And a Winograd product whose filters may be packed (constant_b=1): the same loops, so
+// the plain product's prompt; its decisions start with layout.weight_block.
+TEST(Vocabulary, AConstantRightHandSideIsInTheKeyButNotThePrompt) {
+  TaskSpec plain = parse_task_spec("batch_matmul:b=16,m=49,n=256,k=256");
+  TaskSpec packable = parse_task_spec("batch_matmul:b=16,m=49,n=256,k=256,constant_b=1");
+  EXPECT_NE(plain.key(), packable.key());
+  EXPECT_EQ(encode_prompt(test_hardware(), plain, describe_task(plain)),
+            encode_prompt(test_hardware(), packable, describe_task(packable)));
+  ScheduleSpace space(describe_task(packable));
+  EXPECT_EQ(space.num_points(), ScheduleSpace(describe_task(plain)).num_points() + 1);
+  EXPECT_EQ(space.point(0).name, "layout.weight_block");
+}
+
 // A number's magnitude token is its power-of-two range, the same for every task.
 TEST(Vocabulary, MagnitudesArePowerOfTwoRanges) {
   const Vocabulary& v = Vocabulary::get();

@@ -62,9 +62,10 @@ double brute_force_count(const ScheduleSpace& space, std::vector<int64_t>& prefi
 }
 
 TEST(ScheduleSpace, SizeMatchesBruteForce) {
-  for (const char* spec : {"matmul:m=12,n=8,k=6", "softmax:rows=4,cols=6", "reduce:rows=6,cols=20",
-                           "pool2d:kind=max,c=2,h=4,w=4,r=2,s=2,stride=2,pad=1",
-                           "layernorm:rows=8,cols=4", "dwconv2d:c=8,h=2,w=2,r=1,s=1"}) {
+  for (const char* spec :
+       {"matmul:m=12,n=8,k=6", "softmax:rows=4,cols=6", "reduce:rows=6,cols=20",
+        "pool2d:kind=max,c=2,h=4,w=4,r=2,s=2,stride=2,pad=1", "layernorm:rows=8,cols=4",
+        "dwconv2d:c=8,h=2,w=2,r=1,s=1", "batch_matmul:b=2,m=3,n=16,k=2,constant_b=1"}) {
     ScheduleSpace space(describe_task(parse_task_spec(spec)));
     std::vector<int64_t> prefix;
     double brute = brute_force_count(space, prefix);
@@ -137,6 +138,34 @@ TEST(ScheduleSpace, WholeRegisterTileVectorsUpTo16Lanes) {
   size_t wide_width = point_index(wide, "out.vector_width");
   EXPECT_EQ(legal_widths(wide, wide_width, vectorized_along_d0(wide, 24, 24, rng)),
             (std::vector<int64_t>{1, 2, 4, 8}));
+}
+
+// A Winograd product's filters (batch_matmul constant_b=1) may be packed in column blocks;
+// a vector along the columns then never crosses a block (its loads would be a gather),
+// while the plain layout keeps its wide vectors. Dense layers keep their earlier space.
+TEST(ScheduleSpace, VectorsAlongPackedColumnsStayInsideOneWeightBlock) {
+  ScheduleSpace space(
+      describe_task(parse_task_spec("batch_matmul:b=4,m=9,n=128,k=32,constant_b=1")));
+  ASSERT_EQ(space.point(0).name, "layout.weight_block");
+  size_t dim = point_index(space, "out.vector_dim"), width = point_index(space, "out.vector_width");
+  std::mt19937_64 rng(23);
+  std::set<std::pair<int64_t, int64_t>> seen;  // (block, width) along the columns
+  for (int i = 0; i < 3000; ++i) {
+    auto d = space.sample(rng);
+    if (d[dim] != 0) continue;
+    seen.insert({d[0], d[width]});
+    if (d[0] > 1) {
+      EXPECT_EQ(d[0] % d[width], 0) << "block " << d[0] << ", vector " << d[width];
+    }
+  }
+  EXPECT_TRUE(seen.count({1, 32}) || seen.count({1, 64}));  // plain: wider than any block
+  EXPECT_TRUE(seen.count({16, 16}) && seen.count({32, 32}));
+  auto d = space.sample(rng);
+  d[0] = 16, d[1] = 64, d[2] = 32, d[dim] = 0, d[width] = 32;  // a 32-wide vector, blocks of 16
+  EXPECT_THROW(space.check(d), Error);
+  ScheduleSpace dense(describe_task(parse_task_spec("dense:m=9,n=128,k=32")));
+  EXPECT_EQ(dense.describe_point(point_index(dense, "out.vector_width")).find("weight_block"),
+            std::string::npos);
 }
 
 // Schedules vectorized (wider than 1) along output channels, whose NCHW stores go along

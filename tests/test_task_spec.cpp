@@ -119,6 +119,23 @@ TEST(TaskSpec, DenseColumnsAreKeyedAndAtMostN) {
   expect_error("dense:m=2,n=64,k=8,cols=65", "cols=65 is more than n=64");
 }
 
+// A batched product whose right-hand side is constant (a Winograd product's filters) keys
+// constant_b=1 (left out at 0) and may pack that input; its records from before it could
+// are those of its earlier form (test_lang: the prompt is the plain product's).
+TEST(TaskSpec, ABatchedProductOfAConstantMayPackIt) {
+  TaskSpec packable = parse_task_spec("batch_matmul:b=4,m=9,n=32,k=16,constant_b=1");
+  EXPECT_EQ(packable.key(), "batch_matmul:b=4,m=9,n=32,k=16,constant_b=1");
+  EXPECT_EQ(parse_task_spec("batch_matmul:b=4,m=9,n=32,k=16,constant_b=0").key(),
+            "batch_matmul:b=4,m=9,n=32,k=16");
+  EXPECT_EQ(describe_task(packable).packable_input, 1);
+  EXPECT_EQ(describe_task(parse_task_spec("batch_matmul:b=4,m=9,n=32,k=16")).packable_input, -1);
+  TaskSpec earlier;
+  ASSERT_TRUE(earlier_form(packable, earlier));
+  EXPECT_EQ(earlier.key(), "batch_matmul:b=4,m=9,n=32,k=16");
+  EXPECT_FALSE(earlier_form(earlier, earlier));
+  expect_error("batch_matmul:b=4,m=9,n=32,k=16,constant_b=2", "constant_b=2 is not 0 or 1");
+}
+
 TEST(TaskSpec, ShapeErrorsComeFromDescribe) {
   EXPECT_THROW(describe_task(parse_task_spec("conv2d:c=3,h=4,w=4,k=8,r=7,s=7")), Error);
   TaskShape s =

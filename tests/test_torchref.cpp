@@ -15,6 +15,7 @@
 #include "graph/zoo.h"
 #include "runtime/runtime.h"
 #include "space/schedule_space.h"
+#include "store/record_store.h"
 #include "torchref/torch_graph.h"
 #include "util/error.h"
 
@@ -195,6 +196,48 @@ void expect_winograd_computes_the_direct_convolutions(int64_t block) {
   for (const auto& spec : direct) EXPECT_EQ(spec.rfind("conv2d", 0), 0u) << spec;
   expect_close(CompiledModel::load(dir)->run({input}).at(0), expected, 1e-3);
   std::system(("rm -rf " + dir).c_str());
+}
+
+// With blocked activations a product's right-hand side is the constant filters U, so its
+// task may pack them (batch_matmul constant_b=1, layout.weight_block): compiled from a
+// store whose schedules pack every weight they can, it still computes the convolutions.
+TEST(Winograd, PackedFiltersComputeTheDirectConvolutions) {
+  Graph graph = winograd_graph(30);
+  Weights weights = draw_weights(graph);
+  std::string dir = ::testing::TempDir() + "tlm_winograd_packed" + std::to_string(getpid());
+  std::system(("rm -rf " + dir + " " + dir + ".db").c_str());
+  CompileOptions options;
+  options.out_dir = dir, options.strategy = Strategy::Store;
+  options.hardware = "test-hardware", options.progress = false, options.winograd = true;
+  options.activation_block = 16;
+  RecordStore store(dir + ".db");
+  std::mt19937_64 rng(3);
+  int products = 0;
+  for (const auto& use : model_tasks(graph, weights, 16, true, true).tasks) {
+    TaskSpec task = parse_task_spec(use.spec);
+    ScheduleSpace space(describe_task(task));
+    if (space.num_points() == 0) continue;  // the transforms schedule themselves
+    auto d = space.sample(rng);
+    if (task.kind == TaskKind::BatchMatmul) {
+      ++products;
+      EXPECT_NE(use.spec.find(",constant_b=1"), std::string::npos) << use.spec;
+      ASSERT_EQ(space.point(0).name, "layout.weight_block") << use.spec;
+    }
+    if (space.point(0).name == "layout.weight_block")
+      d[0] = space.legal_values(0, d).back(), d = space.repair(d, 1, rng);
+    store.add(
+        {{options.hardware, task.key(), use.spec, d, "test", Status::Ok, 1, 1, 1, "", "", 0}});
+  }
+  EXPECT_EQ(products, 3);  // two F(4x4) at 30x30, one F(2x2) at 15x15
+  Plan plan = compile_model(graph, weights, options, &store, nullptr);
+  int packed_products = 0;
+  for (const auto& t : plan.tasks)
+    packed_products += t.spec.rfind("batch_matmul", 0) == 0 && t.weight_block > 1;
+  EXPECT_EQ(packed_products, products);
+  auto input = random_input(graph, 3);
+  auto expected = interpret(graph, weights, {input})[graph.outputs()[0]];
+  expect_close(CompiledModel::load(dir)->run({input}).at(0), expected, 1e-3);
+  std::system(("rm -rf " + dir + " " + dir + ".db").c_str());
 }
 
 TEST(Winograd, RewrittenConvolutionsComputeTheDirectOnesInEveryEngine) {

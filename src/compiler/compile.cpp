@@ -226,6 +226,9 @@ std::vector<PlanStep> make_steps(const Graph& g, const Partition& p, PlanBuilder
       for (const auto& input : shape.inputs) step_shapes.push_back(input.shape);
       if (block > 1 && shape.packable_input >= 0) {
         int& weight = o.inputs[size_t(shape.packable_input)];
+        if (b.plan.tensors[weight].kind != TensorKind::Weight)
+          throw Error("compile: task " + p.tasks[i].spec + " packs input " +
+                      std::to_string(shape.packable_input) + ", which is not a constant");
         weight = b.pack_weight(weight, block, shape.packable_dim, shape.packable_in_block);
         step_shapes[size_t(shape.packable_input)] = b.plan.tensors[weight].shape;
       }

@@ -134,6 +134,12 @@ std::optional<Record> fastest_legal(const RecordStore& store, const std::string&
   ScheduleSpace space(describe_task(task));
   for (auto& r : store.best(task.key(), timed_fingerprint(hardware, task), limit))
     if (space.is_legal(r.decisions)) return r;
+  TaskSpec earlier;
+  if (!earlier_form(task, earlier)) return std::nullopt;
+  for (auto& r : store.best(earlier.key(), timed_fingerprint(hardware, earlier), limit)) {
+    r.decisions = space.upgrade(r.decisions);
+    if (space.is_legal(r.decisions)) return r;
+  }
   return std::nullopt;
 }
 

@@ -65,7 +65,9 @@ std::optional<double> measured_ms(const Partition& partition, const RecordStore&
                                   const std::string& hardware);
 
 // The task's fastest measured schedule that is legal in its space today (among its
-// `limit` fastest records on `hardware`); nothing when there is none.
+// `limit` fastest records on `hardware`), else that of its earlier form (ops/task_spec.h:
+// a Winograd product stored before its filters could be packed), upgraded; nothing when
+// there is none.
 std::optional<Record> fastest_legal(const RecordStore& store, const std::string& spec,
                                     const std::string& hardware, int limit = 8);
 

@@ -357,9 +357,9 @@ WeightedGraph winograd_convolutions(const Graph& g, const Weights& w) {
                              blocked ? Shape{points, ws[1], ws[0]} : Shape{points, ws[0], ws[1]});
     if (!w.empty())
       b.out.weights[u] = winograd::filter_transform(w.at(n.inputs[1]), ws[0], ws[1], tile, blocked);
-    int m =
-        b.out.graph.add(OpKind::MatMul, blocked ? std::vector<int>{v, u} : std::vector<int>{u, v},
-                        {}, n.name + "/winograd_product");
+    int m = b.out.graph.add(
+        OpKind::MatMul, blocked ? std::vector<int>{v, u} : std::vector<int>{u, v},
+        blocked ? IntAttrs{{"constant_b", {1}}} : IntAttrs{}, n.name + "/winograd_product");
     std::vector<int> inputs = {m};
     if (n.inputs.size() > 2) inputs.push_back(b.tensor(n.inputs[2]));
     IntAttrs image = side;

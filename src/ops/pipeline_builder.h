@@ -40,6 +40,9 @@ class PipelineBuilder {
   // Marks the packable weight for prefetching in ahead-of-time builds
   // (TaskShape::prefetch_packable).
   void prefetch_packable_weight() { pipeline_.shape.prefetch_packable = true; }
+  // A vector along output loop `dim` (innermost first) stays inside one weight block
+  // (TaskShape::packed_vector_dim).
+  void keep_vectors_in_weight_blocks(int dim) { pipeline_.shape.packed_vector_dim = dim; }
 
   // Adds a stage. Its name (the Func's base name) must be one of known_stage_names().
   void add_stage(StageKind kind, Halide::Func func, const std::vector<Halide::Var>& vars,

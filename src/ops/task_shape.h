@@ -52,6 +52,12 @@ struct TaskShape {
   // The packed weight streams from memory along the reduction once per inference, so an
   // ahead-of-time build prefetches it (dense layers; convolutions measured slower with it).
   bool prefetch_packable = false;
+  // The output loop (innermost first) along the packed weight's channels, where a vector
+  // along it must stay inside one weight block (-1: no such rule). A vector that crosses
+  // blocks reads the packed weight as a gather, 6-14x slower (batch_matmul constant_b=1,
+  // bench/reports/winograd_packed_s61_intel.txt). Dense layers keep the space their records
+  // were measured in.
+  int packed_vector_dim = -1;
   std::vector<StageShape> stages;     // producers first, output last
   std::vector<int64_t> output_shape;  // row-major
   double flops = 0;

@@ -222,6 +222,13 @@ bool read_stored_task(const std::string& key, TaskSpec& task) {
   return false;
 }
 
+bool earlier_form(const TaskSpec& task, TaskSpec& earlier) {
+  if (task.kind != TaskKind::BatchMatmul || task.get("constant_b") == 0) return false;
+  earlier = task;
+  earlier.params["constant_b"] = "0";
+  return true;
+}
+
 std::string param_text(const std::string& key, int64_t value) {
   return key + "=" + std::to_string(value);
 }

@@ -62,6 +62,11 @@ TaskSpec parse_task_spec(const std::string& text);
 // on stderr naming the key) when the key is not a valid, canonical spec, so that one bad
 // stored record never stops work on the other tasks.
 bool read_stored_task(const std::string& key, TaskSpec& task);
+// The task as record stores keyed it before an optional parameter that only adds decision
+// points in front (batch_matmul constant_b=1 adds layout.weight_block, session 61): its
+// records there are this task's schedules with the plain layout (ScheduleSpace::upgrade).
+// False when the task has no earlier form.
+bool earlier_form(const TaskSpec& task, TaskSpec& earlier);
 // "key=value", a piece of a spec's text.
 std::string param_text(const std::string& key, int64_t value);
 

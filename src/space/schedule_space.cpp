@@ -171,6 +171,11 @@ std::vector<std::string> all_point_names() {
   return names;
 }
 
+bool ScheduleSpace::vector_in_weight_block(int64_t vector_dim) const {
+  return shape_.packed_vector_dim >= 0 && weight_block_ >= 0 &&
+         vector_dim == shape_.packed_vector_dim;
+}
+
 std::vector<int64_t> ScheduleSpace::legal_values(size_t i,
                                                  const std::vector<int64_t>& prefix) const {
   const DecisionPoint& p = points_.at(i);
@@ -179,8 +184,16 @@ std::vector<int64_t> ScheduleSpace::legal_values(size_t i,
       return p.values;
     case DecisionPoint::Rule::DivisorsOf:
       return divisors(prefix.at(p.ref));
-    case DecisionPoint::Rule::VectorWidth:
-      return output_vector_widths(prefix.at(tile2_.at(prefix.at(p.ref))), p.cap);
+    case DecisionPoint::Rule::VectorWidth: {
+      auto widths = output_vector_widths(prefix.at(tile2_.at(prefix.at(p.ref))), p.cap);
+      if (!vector_in_weight_block(prefix.at(p.ref))) return widths;
+      int64_t block = prefix.at(weight_block_);
+      if (block <= 1) return widths;  // the plain layout: no blocks to stay in
+      widths.erase(
+          std::remove_if(widths.begin(), widths.end(), [&](int64_t w) { return block % w != 0; }),
+          widths.end());
+      return widths;
+    }
     case DecisionPoint::Rule::UnrollIfSmall:
       return prefix.at(p.ref) <= p.cap ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
     case DecisionPoint::Rule::AtMost:
@@ -233,9 +246,13 @@ std::string ScheduleSpace::describe_point(size_t i) const {
     }
     case DecisionPoint::Rule::DivisorsOf:
       return "divisors of " + points_[p.ref].name;
-    case DecisionPoint::Rule::VectorWidth:
-      return "powers of two <= " + cap + " dividing the register tile of " + points_[p.ref].name +
-             ", and that tile itself when it is at most 16";
+    case DecisionPoint::Rule::VectorWidth: {
+      std::string text = "powers of two <= " + cap + " dividing the register tile of " +
+                         points_[p.ref].name + ", and that tile itself when it is at most 16";
+      if (shape_.packed_vector_dim < 0 || weight_block_ < 0) return text;
+      return text + "; along d" + std::to_string(shape_.packed_vector_dim) +
+             " only those dividing layout.weight_block when it is above 1";
+    }
     case DecisionPoint::Rule::UnrollIfSmall:
       return "{0,1} if " + points_[p.ref].name + " <= " + cap + ", else {0}";
     case DecisionPoint::Rule::AtMost:
@@ -336,6 +353,7 @@ std::vector<int> ScheduleSpace::references(size_t i) const {
     case DecisionPoint::Rule::VectorWidth: {
       std::vector<int> refs = tile2_;
       refs.push_back(p.ref);
+      if (shape_.packed_vector_dim >= 0 && weight_block_ >= 0) refs.push_back(weight_block_);
       return refs;
     }
     case DecisionPoint::Rule::RegionWidth:

@@ -75,8 +75,9 @@ class ScheduleSpace {
   void check(const std::vector<int64_t>& decisions) const;
   bool is_legal(const std::vector<int64_t>& decisions) const;
   // Decisions recorded before this space gained a point, in today's form: dense tasks had
-  // no layout.weight_block until session 16, and a record without it read the plain
-  // layout (block 1). Anything else is returned unchanged.
+  // no layout.weight_block until session 16, nor Winograd products until session 61
+  // (earlier_form, ops/task_spec.h), and a record without it read the plain layout
+  // (block 1). Anything else is returned unchanged.
   std::vector<int64_t> upgrade(std::vector<int64_t> recorded) const;
 
   std::vector<int64_t> sample(std::mt19937_64& rng) const;
@@ -96,6 +97,9 @@ class ScheduleSpace {
   void add_output_points();
   void add_stage_points(size_t stage);
   std::vector<int> references(size_t i) const;  // earlier points whose values rule point i
+  // Whether vectors along output loop `vector_dim` must stay inside one weight block
+  // (TaskShape::packed_vector_dim).
+  bool vector_in_weight_block(int64_t vector_dim) const;
   long double count_from(size_t i, std::vector<int64_t>& prefix,
                          std::map<std::vector<int64_t>, long double>& memo) const;
 

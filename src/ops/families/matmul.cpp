@@ -114,8 +114,11 @@ AnchorTask matmul_task(const OpCall& c) {
   if (element_count(a_batch) != element_count(batch) ||
       element_count(b_batch) != element_count(batch))
     c.fail(shape_text(a) + " x " + shape_text(b) + ": a broadcast left operand has no task yet");
+  // A right-hand side the graph marks constant (a Winograd product's filters) may be
+  // packed at compile time, as a dense layer's weight is.
+  std::string constant_b = c.attr("constant_b", 0) ? ",constant_b=1" : "";
   return {"batch_matmul:" + param_text("b", element_count(batch)) + "," + param_text("m", m) + "," +
-              param_text("n", n) + "," + param_text("k", k),
+              param_text("n", n) + "," + param_text("k", k) + constant_b,
           {0, 1},
           -1,
           {element_count(batch), m, n}};
@@ -133,10 +136,15 @@ void build_product(PipelineBuilder& b, bool batched) {
     c_shape.insert(c_shape.begin(), batch);
   }
   bool dense = t.kind == TaskKind::Dense;
+  bool constant_b = dense || (batched && t.get("constant_b") == 1);
   ImageParam A = b.dense_input(dense ? "X" : "A", a_shape);
-  // A dense layer's constant weight may be packed in column strips [N/b, K, b].
-  Func B = dense ? b.packable_weight("W", b_shape, 1) : Func(b.dense_input("B", b_shape));
-  if (dense) b.prefetch_packable_weight();
+  // A constant right-hand side (a dense layer's weight, a Winograd product's filters) may
+  // be packed in column strips [N/b, K, b] ([N/b, B, K, b] batched), each read in address
+  // order, and is prefetched.
+  Func B = constant_b ? b.packable_weight(dense ? "W" : "B", b_shape, batched ? 2 : 1)
+                      : Func(b.dense_input("B", b_shape));
+  if (constant_b) b.prefetch_packable_weight();
+  if (constant_b && batched) b.keep_vectors_in_weight_blocks(0);  // j: the packed columns
   auto vars = make_vars(batched ? std::vector<std::string>{"j", "i", "bt"}
                                 : std::vector<std::string>{"j", "i"});
   RDom r(0, static_cast<int>(k), "rk");
@@ -159,6 +167,12 @@ void validate_dense(const TaskSpec& t) {
   if (t.get("cols") > t.get("n"))
     throw Error("task spec: dense cols=" + t.params.at("cols") +
                 " is more than n=" + t.params.at("n"));
+}
+
+void validate_batch_matmul(const TaskSpec& t) {
+  if (t.get("constant_b") > 1)
+    throw Error("task spec: batch_matmul constant_b=" + t.params.at("constant_b") +
+                " is not 0 or 1");
 }
 
 void build_matmul(PipelineBuilder& b) {
@@ -323,6 +337,9 @@ void register_matmul_family(OpRegistry& r) {
   std::vector<ParamSchema> mnk = {{"m", ""}, {"n", ""}, {"k", ""}};
   ParamSchema cols{"cols", "", {}, ParamSchema::Kind::Int, true};
   cols.same_as = "n", cols.in_prompt = false;  // the same loops, some stores guarded
+  // 1: B is a constant the compiler may pack (layout.weight_block); the same loops and work
+  ParamSchema constant_b{"constant_b", "0", {}, ParamSchema::Kind::Int, true, true};
+  constant_b.in_prompt = false;
   r.tasks.push_back({TaskKind::Matmul,
                      mnk,
                      2,
@@ -339,14 +356,15 @@ void register_matmul_family(OpRegistry& r) {
                      build_matmul,
                      dense_corpus,
                      {"dense:m=8,n=48,k=30+bias+gelu", "dense:m=5,n=96,k=24,cols=83+bias+gelu"}});
-  r.tasks.push_back({TaskKind::BatchMatmul,
-                     {{"b", ""}, {"m", ""}, {"n", ""}, {"k", ""}},
-                     3,
-                     2,
-                     nullptr,
-                     build_batch_matmul,
-                     batch_matmul_corpus,
-                     {"batch_matmul:b=3,m=12,n=16,k=10"}});
+  r.tasks.push_back(
+      {TaskKind::BatchMatmul,
+       {{"b", ""}, {"m", ""}, {"n", ""}, {"k", ""}, constant_b},
+       3,
+       2,
+       validate_batch_matmul,
+       build_batch_matmul,
+       batch_matmul_corpus,
+       {"batch_matmul:b=3,m=12,n=16,k=10", "batch_matmul:b=2,m=7,n=32,k=12,constant_b=1"}});
 
   r.onnx.push_back({"Gemm", onnx_gemm});
   r.onnx.push_back({"MatMul", onnx_matmul});
