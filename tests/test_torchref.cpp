@@ -240,6 +240,36 @@ TEST(Winograd, PackedFiltersComputeTheDirectConvolutions) {
   std::system(("rm -rf " + dir + " " + dir + ".db").c_str());
 }
 
+// Only a constant may be packed: a product marked constant_b whose right-hand side is an
+// input fails to compile with one line naming the task, not a kernel reading garbage.
+TEST(Winograd, PackingAnInputThatIsNotAConstantIsAnError) {
+  Graph g("not_constant", 5);
+  int a = g.input("a", {2, 3, 8}), b = g.input("b", {2, 8, 16});
+  g.mark_output(g.add(OpKind::MatMul, {a, b}, {{"constant_b", {1}}}));
+  std::string dir = ::testing::TempDir() + "tlm_not_constant" + std::to_string(getpid());
+  std::system(("rm -rf " + dir + " " + dir + ".db").c_str());
+  CompileOptions options;
+  options.out_dir = dir, options.strategy = Strategy::Store;
+  options.hardware = "test-hardware", options.progress = false;
+  RecordStore store(dir + ".db");
+  const std::string spec = "batch_matmul:b=2,m=3,n=16,k=8,constant_b=1";
+  ScheduleSpace space(describe_task(parse_task_spec(spec)));
+  std::mt19937_64 rng(5);
+  auto d = space.sample(rng);
+  d[0] = 16, d = space.repair(d, 1, rng);
+  store.add({{options.hardware, spec, spec, d, "test", Status::Ok, 1, 1, 1, "", "", 0}});
+  try {
+    compile_model(g, {}, options, &store, nullptr);
+    ADD_FAILURE() << "compiled";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    EXPECT_NE(what.find(spec + " packs input 1, which is not a constant"), std::string::npos)
+        << what;
+  }
+  std::system(("rm -rf " + dir + " " + dir + ".db").c_str());
+}
+
 TEST(Winograd, RewrittenConvolutionsComputeTheDirectOnesInEveryEngine) {
   expect_winograd_computes_the_direct_convolutions(0);
 }

@@ -249,7 +249,7 @@ std::string ScheduleSpace::describe_point(size_t i) const {
     case DecisionPoint::Rule::VectorWidth: {
       std::string text = "powers of two <= " + cap + " dividing the register tile of " +
                          points_[p.ref].name + ", and that tile itself when it is at most 16";
-      if (shape_.packed_vector_dim < 0 || weight_block_ < 0) return text;
+      if (!vector_in_weight_block(shape_.packed_vector_dim)) return text;
       return text + "; along d" + std::to_string(shape_.packed_vector_dim) +
              " only those dividing layout.weight_block when it is above 1";
     }
@@ -353,7 +353,7 @@ std::vector<int> ScheduleSpace::references(size_t i) const {
     case DecisionPoint::Rule::VectorWidth: {
       std::vector<int> refs = tile2_;
       refs.push_back(p.ref);
-      if (shape_.packed_vector_dim >= 0 && weight_block_ >= 0) refs.push_back(weight_block_);
+      if (vector_in_weight_block(shape_.packed_vector_dim)) refs.push_back(weight_block_);
       return refs;
     }
     case DecisionPoint::Rule::RegionWidth:
