@@ -2,6 +2,7 @@
 // and computes the reference result; the space size matches a brute-force count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -296,6 +297,38 @@ TEST(ScheduleSpace, AShiftedLoopRunsInParallelWhenEveryLoopOutsideHasOneIteratio
   set_kernel_threads(1);
 }
 
+// Samples `shape`'s output schedules and checks parallel_dims with dim `first` put first
+// against the schedule's own fused loops: unchanged when serial, when `first` takes one
+// tile or a loop two dims outside it (a batch) more than one; else `first` outermost and
+// the schedule's other fused loops inside it. Returns how many samples changed.
+int check_first_outermost(const TaskShape& shape, size_t first, uint64_t seed) {
+  ScheduleSpace space(shape);
+  const std::vector<int64_t>& extents = shape.output().extents;
+  std::vector<int64_t> written(shape.output_shape.rbegin(), shape.output_shape.rend());
+  std::mt19937_64 rng(seed);
+  int changed = 0;
+  for (int i = 0; i < 2000; ++i) {
+    OutputSchedule out = space.decode(space.sample(rng)).output;
+    auto fused = parallel_dims(out, extents, written);
+    auto first_out = parallel_dims(out, extents, written, int(first));
+    bool batch = false;
+    for (size_t d = first + 2; d < extents.size(); ++d)
+      batch |= (extents[d] + out.tile1[d] - 1) / out.tile1[d] > 1;
+    if (fused.empty() || (extents[first] + out.tile1[first] - 1) / out.tile1[first] < 2 || batch) {
+      EXPECT_EQ(first_out, fused);
+      continue;
+    }
+    if (first_out == fused) continue;  // a loop that does not divide into whole tiles
+    ++changed;
+    EXPECT_EQ(first_out.front(), first);
+    std::set<size_t> others(first_out.begin() + 1, first_out.end()),
+        schedules(fused.begin(), fused.end());
+    schedules.erase(first);
+    EXPECT_EQ(others, schedules);
+  }
+  return changed;
+}
+
 // The parallel loop a model's build gives a convolution: the schedule's fused loops with
 // the rows' outermost (so each thread writes, and the next convolution reads, the same
 // rows), when the rows take more than one tile and every fused loop divides into whole
@@ -304,41 +337,31 @@ TEST(ScheduleSpace, AShiftedLoopRunsInParallelWhenEveryLoopOutsideHasOneIteratio
 TEST(ScheduleSpace, RowsFirstPutsTheRowsOutermostInTheParallelLoop) {
   const std::string small_weights =
       "conv2d:n=1,c=64,h=28,w=28,k=64,r=1,s=1,in_block=16,out_block=16+bias+relu";
-  EXPECT_EQ(rows_first_dim(parse_task_spec(small_weights)), 2);
+  EXPECT_EQ(parallel_first_dim(parse_task_spec(small_weights)), 2);
   for (const char* other : {"conv2d:n=1,c=512,h=7,w=7,k=2048,r=1,s=1,in_block=16,out_block=16",
                             "conv2d:n=1,c=64,h=28,w=28,k=64,r=1,s=1",
-                            "dwconv2d:n=1,c=64,h=28,w=28,r=3,s=3,pad=1,in_block=16,out_block=16",
-                            "dense:m=128,n=64,k=64"})
-    EXPECT_EQ(rows_first_dim(parse_task_spec(other)), -1) << other;
+                            "dwconv2d:n=1,c=64,h=28,w=28,r=3,s=3,pad=1,in_block=16,out_block=16"})
+    EXPECT_EQ(parallel_first_dim(parse_task_spec(other)), -1) << other;
   for (int batch : {1, 2}) {
     std::string spec = small_weights;
     spec.replace(spec.find("n=1"), 3, "n=" + std::to_string(batch));
-    TaskShape shape = describe_task(parse_task_spec(spec));
-    ScheduleSpace space(shape);
-    std::vector<int64_t> written(shape.output_shape.rbegin(), shape.output_shape.rend());
-    std::mt19937_64 rng(17);
-    int changed = 0;
-    for (int i = 0; i < 2000; ++i) {
-      OutputSchedule out = space.decode(space.sample(rng)).output;
-      auto fused = parallel_dims(out, shape.output().extents, written);
-      auto rows = parallel_dims(out, shape.output().extents, written, 2);
-      int64_t row_tiles = (shape.output().extents[2] + out.tile1[2] - 1) / out.tile1[2];
-      int64_t images = (shape.output().extents[4] + out.tile1[4] - 1) / out.tile1[4];
-      if (fused.empty() || row_tiles < 2 || images > 1) {
-        EXPECT_EQ(rows, fused);
-        continue;
-      }
-      if (rows == fused) continue;  // a loop that does not divide into whole tiles
-      ++changed;
-      ASSERT_EQ(rows.front(), 2u);
-      std::set<size_t> others(rows.begin() + 1, rows.end()), schedules(fused.begin(), fused.end());
-      schedules.erase(2);
-      EXPECT_EQ(others, schedules);
-    }
+    int changed = check_first_outermost(describe_task(parse_task_spec(spec)), 2, 17);
     if (batch == 1) {
       EXPECT_GT(changed, 200);
     }
   }
+}
+
+// A dense layer whose weights outweigh its activations (a transformer at batch 1) is split
+// by columns first, so that each thread streams its own part of the weights; with more
+// rows than that (batch 8) the schedule's split stays.
+TEST(ScheduleSpace, ColumnsFirstSplitsADenseLayersWeightsBetweenTheThreads) {
+  const std::string batch1 = "dense:m=128,n=768,k=3072+bias+add";
+  EXPECT_EQ(parallel_first_dim(parse_task_spec(batch1)), 0);
+  for (const char* other : {"dense:m=1024,n=768,k=3072+bias+add", "dense:m=128,n=64,k=64",
+                            "batch_matmul:b=16,m=49,n=256,k=256,constant_b=1"})
+    EXPECT_EQ(parallel_first_dim(parse_task_spec(other)), -1) << other;
+  EXPECT_GT(check_first_outermost(describe_task(parse_task_spec(batch1)), 0, 19), 200);
 }
 
 // The name of the first parallel loop in a kernel's lowered statement (TLM_DUMP_KERNEL).
@@ -351,28 +374,38 @@ std::string first_parallel_loop(const std::string& stmt_path) {
   return "";
 }
 
-// Split by rows first, sampled schedules of a channel-blocked convolution on two threads
-// compute the reference result, and their parallel loop runs over the rows (y) outside the
-// output-channel blocks (ko).
-TEST(ScheduleSpace, RowsFirstSchedulesComputeTheReference) {
+// Builds on two threads, split as a model's build splits them, sampled schedules whose
+// parallel loop puts `task`'s parallel_first_dim first (and no stage at root, in loops
+// of its own); checks them against the
+// reference, and in the first three the fused loop's name: it lists its loops outermost
+// first, after the path of the loop it replaced, so it holds `first_then` ("_y_o_ko_o")
+// or ends with `alone` ("_y_o").
+void check_first_dim_builds(const std::string& spec, const std::string& first_then,
+                            const std::string& alone) {
   set_kernel_threads(2);
-  TaskSpec task = parse_task_spec(
-      "conv2d:n=1,c=32,h=14,w=14,k=48,r=3,s=3,pad=1,in_block=16,out_block=16+bias+relu");
+  TaskSpec task = parse_task_spec(spec);
   TaskShape shape = describe_task(task);
-  ASSERT_EQ(rows_first_dim(task), 2);
+  int first = parallel_first_dim(task);
+  ASSERT_GE(first, 0);
   ScheduleSpace space(shape);
   std::vector<int64_t> written(shape.output_shape.rbegin(), shape.output_shape.rend());
   auto inputs = random_inputs(shape, 9);
   Tensor reference = reference_output(task, inputs);
   std::mt19937_64 rng(23);
-  for (int built = 0, tries = 0; built < 20 && tries < 2000; ++tries) {
+  int built = 0;
+  for (int tries = 0; built < 20 && tries < 2000; ++tries) {
     auto d = space.sample(rng);
-    OutputSchedule out = space.decode(d).output;
-    if (parallel_dims(out, shape.output().extents, written, 2) ==
-        parallel_dims(out, shape.output().extents, written))
+    Schedule schedule = space.decode(d);
+    const OutputSchedule& out = schedule.output;
+    bool own_loops = std::any_of(schedule.stages.begin(), schedule.stages.end() - 1,
+                                 [](const StageSchedule& s) { return s.location == kRoot; });
+    if (own_loops || parallel_dims(out, shape.output().extents, written, first) ==
+                         parallel_dims(out, shape.output().extents, written))
       continue;
     ++built;
-    std::string prefix = testing::TempDir() + "rows_first_" + std::to_string(built);
+    std::string prefix = testing::TempDir() +
+                         testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                         std::to_string(built);  // ctest runs the tests side by side
     if (built <= 3) setenv("TLM_DUMP_KERNEL", prefix.c_str(), 1);
     Tensor output = Tensor::zeros(shape.output_shape);
     build_kernel(task, {KernelMethod::Space, d}, inputs, output, true)->run();
@@ -380,13 +413,28 @@ TEST(ScheduleSpace, RowsFirstSchedulesComputeTheReference) {
     Verdict v = verify(output, reference, shape.reduction_length);
     EXPECT_TRUE(v.ok) << v.message;
     if (built > 3) continue;
-    // The fused loop's name lists its loops outermost first ("..._y_o_ko_o..."), after
-    // the path of the loop it replaced.
     std::string loop = first_parallel_loop(prefix + ".stmt");
-    bool rows_only = loop.size() > 4 && loop.compare(loop.size() - 4, 4, "_y_o") == 0;
-    EXPECT_TRUE(loop.find("_y_o_ko_o") != std::string::npos || rows_only) << loop;
+    bool only = loop.size() > alone.size() &&
+                loop.compare(loop.size() - alone.size(), alone.size(), alone) == 0;
+    EXPECT_TRUE(loop.find(first_then) != std::string::npos || only) << loop;
   }
+  EXPECT_EQ(built, 20);
   set_kernel_threads(1);
+}
+
+// Split by rows first, sampled schedules of a channel-blocked convolution compute the
+// reference, and their parallel loop runs over the rows (y) outside the output-channel
+// blocks (ko).
+TEST(ScheduleSpace, RowsFirstSchedulesComputeTheReference) {
+  check_first_dim_builds(
+      "conv2d:n=1,c=32,h=14,w=14,k=48,r=3,s=3,pad=1,in_block=16,out_block=16+bias+relu",
+      "_y_o_ko_o", "_y_o");
+}
+
+// Split by columns first, sampled schedules of a dense layer compute the reference, and
+// their parallel loop runs over the column tiles (j) outside the row tiles (i).
+TEST(ScheduleSpace, ColumnsFirstDenseSchedulesComputeTheReference) {
+  check_first_dim_builds("dense:m=16,n=256,k=512+bias+gelu_erf", "_j_o_i_o", "_j_o");
 }
 
 // A model may propose every legal value, except one thread (out.parallel 0) for a task of

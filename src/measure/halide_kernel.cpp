@@ -263,7 +263,7 @@ void set_kernel_threads(int threads) {
 
 std::unique_ptr<Kernel> build_kernel(const TaskSpec& task, const Candidate& candidate,
                                      const std::vector<Tensor>& inputs, Tensor& output,
-                                     bool rows_first) {
+                                     bool model_split) {
   KernelMethod method = candidate.method;
   if (is_library(method)) {
     std::vector<const float*> pointers;
@@ -286,7 +286,7 @@ std::unique_ptr<Kernel> build_kernel(const TaskSpec& task, const Candidate& cand
   }
   try {
     CodegenOptions options;
-    if (rows_first) options.rows_first_dim = rows_first_dim(task);
+    if (model_split) options.first_parallel_dim = parallel_first_dim(task);
     ScheduledPipeline scheduled = schedule_candidate(task, candidate, options);
     return std::make_unique<HalideKernel>(std::move(scheduled.pipeline), inputs, output,
                                           scheduled.description, scheduled.weight_block);
@@ -303,10 +303,10 @@ bool weight_prefetch_wanted() {
   return !value || std::string(value) != "0";
 }
 
-// Whether ahead-of-time builds split convolutions by rows first (rows_first_dim; unless
-// TLM_ROWS_FIRST=0, for A/B runs).
-bool rows_first_wanted() {
-  const char* value = std::getenv("TLM_ROWS_FIRST");
+// Whether ahead-of-time builds split convolutions by rows and dense layers by columns first
+// (parallel_first_dim; unless TLM_PARALLEL_FIRST=0, for A/B runs).
+bool parallel_first_wanted() {
+  const char* value = std::getenv("TLM_PARALLEL_FIRST");
   return !value || std::string(value) != "0";
 }
 
@@ -338,7 +338,7 @@ int64_t compile_task_object(const TaskSpec& task, const Candidate& candidate,
   try {
     CodegenOptions options;
     options.prefetch_weights = weight_prefetch_wanted();
-    options.rows_first_dim = rows_first_wanted() ? rows_first_dim(task) : -1;
+    options.first_parallel_dim = parallel_first_wanted() ? parallel_first_dim(task) : -1;
     ScheduledPipeline scheduled = schedule_candidate(task, candidate, options);
     std::vector<Halide::Argument> args(scheduled.pipeline.inputs.begin(),
                                        scheduled.pipeline.inputs.end());

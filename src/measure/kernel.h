@@ -53,11 +53,11 @@ class Kernel {
 };
 
 // Builds (JIT-compiles) the candidate; throws tlm::Error when it cannot be built. With
-// `rows_first`, a convolution's threads split it as a model's build does (rows_first_dim in
+// `model_split`, the threads split the task as a model's build does (parallel_first_dim in
 // space/apply_schedule.h); records are timed without it.
 std::unique_ptr<Kernel> build_kernel(const TaskSpec& task, const Candidate& candidate,
                                      const std::vector<Tensor>& inputs, Tensor& output,
-                                     bool rows_first = false);
+                                     bool model_split = false);
 
 // Ahead-of-time build of a Halide candidate (space, reference or an autoscheduler):
 // an object file exporting `function` and `function`_argv(void** buffers), taking the

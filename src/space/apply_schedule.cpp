@@ -124,18 +124,18 @@ std::vector<TailStrategy> tail_strategies(const OutputSchedule& s,
   return tails;
 }
 
-// `fused` with `rows` outermost, where parallel_dims (apply_schedule.h) allows it.
-std::vector<size_t> rows_outermost(const std::vector<size_t>& fused, int rows,
-                                   const std::vector<TailStrategy>& tails,
-                                   const std::vector<int64_t>& iterations) {
-  if (fused.empty() || rows < 0 || size_t(rows) >= iterations.size()) return fused;
-  auto r = size_t(rows);
-  if (iterations[r] < 2) return fused;
-  for (size_t d = r + 2; d < iterations.size(); ++d)
+// `fused` with dim `first` outermost, where parallel_dims (apply_schedule.h) allows it.
+std::vector<size_t> put_outermost(const std::vector<size_t>& fused, int first,
+                                  const std::vector<TailStrategy>& tails,
+                                  const std::vector<int64_t>& iterations) {
+  if (fused.empty() || first < 0 || size_t(first) >= iterations.size()) return fused;
+  auto f = size_t(first);
+  if (iterations[f] < 2) return fused;
+  for (size_t d = f + 2; d < iterations.size(); ++d)
     if (iterations[d] > 1) return fused;  // a batch: whole images per thread already
-  std::vector<size_t> out{r};
+  std::vector<size_t> out{f};
   for (size_t d : fused)
-    if (d != r) out.push_back(d);
+    if (d != f) out.push_back(d);
   for (size_t d : out)
     if (tails[d] != TailStrategy::Auto) return fused;
   return out;
@@ -143,19 +143,19 @@ std::vector<size_t> rows_outermost(const std::vector<size_t>& fused, int rows,
 
 // The fused dims (parallel_dims in apply_schedule.h), given each loop's tail strategy.
 std::vector<size_t> parallel_dims_with(const OutputSchedule& s, const std::vector<int64_t>& extents,
-                                       const std::vector<TailStrategy>& tails, int rows_first) {
+                                       const std::vector<TailStrategy>& tails, int first_dim) {
   std::vector<int64_t> iterations(extents.size());
   for (size_t d = 0; d < extents.size(); ++d)
     iterations[d] = (extents[d] + s.tile1[d] - 1) / s.tile1[d];
   std::vector<size_t> fused = fused_dims(extents.size(), s.parallel_loops, tails, iterations);
-  return rows_outermost(fused, rows_first, tails, iterations);
+  return put_outermost(fused, first_dim, tails, iterations);
 }
 
 // `extents`: the loops the schedule tiles; `written`: the output buffer's extents, both
 // innermost first.
 OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s,
                             const std::vector<int64_t>& extents,
-                            const std::vector<int64_t>& written, int rows_first) {
+                            const std::vector<int64_t>& written, int first_dim) {
   Func out = stage.func;
   size_t dims = stage.vars.size();
   std::vector<Var> outer, mid, inner;
@@ -169,24 +169,28 @@ OutputLoops schedule_output(PipelineStage& stage, const OutputSchedule& s,
     out.split(stage.vars[d], outer[d], tile, static_cast<int>(s.tile1[d]), tails[d])
         .split(tile, mid[d], inner[d], static_cast<int>(s.tile2[d]), tails[d]);
   }
-  std::vector<size_t> fused = parallel_dims_with(s, extents, tails, rows_first);
+  std::vector<size_t> fused = parallel_dims_with(s, extents, tails, first_dim);
+  auto is_fused = [&](size_t d) { return std::find(fused.begin(), fused.end(), d) != fused.end(); };
   auto [store_dim, store_width] = store_vector(s);
   std::vector<int> tile_dims = register_tile_order(dims, store_dim, s.tile2);
   std::vector<VarOrRVar> order;
   for (int d : tile_dims) order.push_back(inner[d]);
   for (auto& v : mid) order.push_back(v);
   for (size_t d = 0; d < dims; ++d)  // the loops not fused, inside the fused one
-    if (std::find(fused.begin(), fused.end(), d) == fused.end()) order.push_back(outer[d]);
+    if (!is_fused(d)) order.push_back(outer[d]);
   for (auto d = fused.rbegin(); d != fused.rend(); ++d) order.push_back(outer[*d]);
   out.reorder(order);
   if (store_width > 1) out.vectorize(inner[store_dim], store_width);
   if (s.unroll) {
     for (int d : unrolled_dims(tile_dims, s.tile2, store_width)) out.unroll(inner[d]);
   }
-  Var tile_loop = outer[0];
+  // The innermost loop over cache tiles: the innermost dim's not fused, else the fused loop.
+  size_t free_dim = 0;
+  while (free_dim < dims && is_fused(free_dim)) ++free_dim;
+  Var tile_loop = free_dim < dims ? outer[free_dim] : outer[0];
   if (!fused.empty()) {
     Var loop = fuse_parallel(out, outer, fused);
-    if (fused.back() == 0) tile_loop = loop;  // the innermost tile loop was fused
+    if (free_dim == dims) tile_loop = loop;
   }
   return {LoopLevel(out, tile_loop), LoopLevel(out, mid[0]), !fused.empty()};
 }
@@ -344,18 +348,30 @@ WeightPrefetchSite weight_prefetch_site(const StageShape& shape, const StageSche
 }
 
 std::vector<size_t> parallel_dims(const OutputSchedule& s, const std::vector<int64_t>& extents,
-                                  const std::vector<int64_t>& written, int rows_first) {
-  return parallel_dims_with(s, extents, tail_strategies(s, extents, written), rows_first);
+                                  const std::vector<int64_t>& written, int first_dim) {
+  return parallel_dims_with(s, extents, tail_strategies(s, extents, written), first_dim);
 }
 
-int rows_first_dim(const TaskSpec& task) {
-  if (task.kind != TaskKind::Conv2d || task.output_block() <= 1) return -1;
-  TaskShape shape = describe_task(task);
-  if (shape.output_shape.size() != 5) return -1;
+namespace {
+
+// Elements of a task's packable weight and of the rest of its inputs plus its output.
+std::pair<int64_t, int64_t> weights_and_activations(const TaskShape& shape) {
   int64_t weights = 0, activations = element_count(shape.output_shape);
   for (size_t i = 0; i < shape.inputs.size(); ++i)
     (int(i) == shape.packable_input ? weights : activations) +=
         element_count(shape.inputs[i].shape);
+  return {weights, activations};
+}
+
+}  // namespace
+
+int parallel_first_dim(const TaskSpec& task) {
+  bool blocked_conv = task.kind == TaskKind::Conv2d && task.output_block() > 1;
+  if (!blocked_conv && task.kind != TaskKind::Dense) return -1;
+  TaskShape shape = describe_task(task);
+  auto [weights, activations] = weights_and_activations(shape);
+  if (task.kind == TaskKind::Dense) return weights > activations ? 0 : -1;
+  if (shape.output_shape.size() != 5) return -1;
   return weights <= 2 * activations ? 2 : -1;
 }
 
@@ -364,7 +380,7 @@ void apply_schedule(TaskPipeline& pipeline, const Schedule& schedule,
   OutputLoops loops =
       schedule_output(pipeline.stages.back(), schedule.output, pipeline.shape.output().extents,
                       {pipeline.shape.output_shape.rbegin(), pipeline.shape.output_shape.rend()},
-                      options.rows_first_dim);
+                      options.first_parallel_dim);
   PrefetchedWeights prefetched;
   int weights = pipeline.shape.packable_input;
   if (options.prefetch_weights && pipeline.shape.prefetch_packable && weights >= 0 &&
