@@ -467,6 +467,35 @@ TEST(ScheduleSpace, ProposableValuesKeepOneThreadForSmallTasksOnly) {
   }
 }
 
+// A model proposes only cache tiles of output-channel blocks that divide them: 3 blocks
+// of 8 are tiled by 1 or 3, never 2 (legal, but the last tile would shift inward and
+// compute a block twice). Every other point, and NCHW outputs, keep all legal values.
+TEST(ScheduleSpace, ProposableChannelBlockTilesDivideTheBlocks) {
+  for (const char* spec : {"conv2d:n=1,c=144,h=56,w=56,k=24,r=1,s=1,in_block=16,out_block=8+add",
+                           "dwconv2d:n=1,c=48,h=14,w=14,r=3,s=3,pad=1,in_block=16,out_block=16",
+                           "conv2d:n=1,c=144,h=14,w=14,k=24,r=1,s=1"}) {
+    ScheduleSpace space(describe_task(parse_task_spec(spec)));
+    bool blocked = std::string(spec).find("out_block") != std::string::npos;
+    EXPECT_EQ(space.shape().channel_blocks_dim, blocked ? 3 : -1) << spec;
+    size_t blocks_tile = blocked ? point_index(space, "out.tile1.d3") : space.num_points();
+    size_t parallel = point_index(space, "out.parallel");
+    std::mt19937_64 rng(13);
+    for (int trial = 0; trial < 200; ++trial) {
+      auto d = space.sample(rng);
+      for (size_t i = 0; i < space.num_points(); ++i) {
+        if (i == parallel) continue;
+        auto legal = space.legal_values(i, d), proposable = space.proposable_values(i, d);
+        if (i != blocks_tile) {
+          EXPECT_EQ(proposable, legal) << spec << " " << space.point(i).name;
+          continue;
+        }
+        EXPECT_EQ(legal, (std::vector<int64_t>{1, 2, 3})) << spec;
+        EXPECT_EQ(proposable, (std::vector<int64_t>{1, 3})) << spec;
+      }
+    }
+  }
+}
+
 TEST(ScheduleSpace, SamplingCoversEveryValueOfAFixedPoint) {
   ScheduleSpace space(describe_task(parse_task_spec("conv2d:c=16,h=14,w=14,k=32,r=3,s=3,pad=1")));
   std::mt19937_64 rng(11);

@@ -43,6 +43,9 @@ class PipelineBuilder {
   // A vector along output loop `dim` (innermost first) stays inside one weight block
   // (TaskShape::packed_vector_dim).
   void keep_vectors_in_weight_blocks(int dim) { pipeline_.shape.packed_vector_dim = dim; }
+  // Output loop `dim` (innermost first) runs over blocks of output channels
+  // (TaskShape::channel_blocks_dim).
+  void mark_channel_blocks(int dim) { pipeline_.shape.channel_blocks_dim = dim; }
 
   // Adds a stage. Its name (the Func's base name) must be one of known_stage_names().
   void add_stage(StageKind kind, Halide::Func func, const std::vector<Halide::Var>& vars,

@@ -58,6 +58,10 @@ struct TaskShape {
   // bench/reports/winograd_packed_s61_intel.txt). Dense layers keep the space their records
   // were measured in.
   int packed_vector_dim = -1;
+  // The output loop (innermost first) over blocks of output channels, in a channel-blocked
+  // output [N][K/b][H][W][b] (3; -1: none). A model proposes only cache tiles that divide
+  // it (ScheduleSpace::proposable_values).
+  int channel_blocks_dim = -1;
   std::vector<StageShape> stages;     // producers first, output last
   std::vector<int64_t> output_shape;  // row-major
   double flops = 0;

@@ -231,6 +231,13 @@ std::vector<int64_t> ScheduleSpace::proposable_values(size_t i,
   std::vector<int64_t> values = legal_values(i, prefix);
   if (int(i) == parallel_ && shape_.flops >= kSerialFlopsCap && values.size() > 1)
     values.erase(std::remove(values.begin(), values.end(), 0), values.end());
+  int blocks_dim = shape_.channel_blocks_dim;
+  if (blocks_dim >= 0 && size_t(blocks_dim) < tile1_.size() && int(i) == tile1_[blocks_dim]) {
+    int64_t blocks = shape_.output().extents[size_t(blocks_dim)];
+    values.erase(std::remove_if(values.begin(), values.end(),
+                                [&](int64_t tile) { return blocks % tile != 0; }),
+                 values.end());
+  }
   return values;
 }
 

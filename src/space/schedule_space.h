@@ -63,7 +63,12 @@ class ScheduleSpace {
   // store (374 conv, dense and matmul tasks of 5 MFLOP or more): one thread was never
   // faster than the best parallel schedule, and up to 49x slower; a model's top-1 on one thread
   // cost MobileNetV2 0.13 ms and EfficientNet-B0 0.19 ms. Below it one thread often wins
-  // (squeeze-excite layers). Searches, records and training still see the whole space.
+  // (squeeze-excite layers). Nor a cache tile of output-channel blocks that does not
+  // divide them (TaskShape::channel_blocks_dim): its last tile shifts inward and computes a
+  // block twice, and keeps the rows from going first (apply_schedule.h). MobileNetV2's
+  // 144->24 projection at 56x56 tiled its 3 blocks by 2 and ran 0.56x its speed alone
+  // (bench/reports/dense_columns_first_s62_intel.txt). Searches, records and training still
+  // see the whole space.
   std::vector<int64_t> proposable_values(size_t i, const std::vector<int64_t>& prefix) const;
   static constexpr double kSerialFlopsCap = 5e6;
 

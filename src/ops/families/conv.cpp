@@ -360,7 +360,8 @@ void build_conv_kind(PipelineBuilder& b, bool depthwise) {
                 {win.s, win.r, cg});
   }
   b.add_output(acc(o.vars), o.vars, o.shape);
-  int64_t window = cg * win.r * win.s;  // the 1x1 convolution's, after a prologue
+  if (bo > 1) b.mark_channel_blocks(3);  // ko, conv_output
+  int64_t window = cg * win.r * win.s;   // the 1x1 convolution's, after a prologue
   b.finish(2.0 * win.n * k * win.oh * win.ow * window + prologue_flops, window);
 }
 
