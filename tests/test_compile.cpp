@@ -452,8 +452,15 @@ TEST(LayoutChoice, EachDepthwiseChainFusesOnlyWhereItsTaskMeasuredFaster) {
   EXPECT_EQ(choice.candidate, 2u) << choice.reason;
 }
 
+// At one sequence and at two: the attention products read queries and values split into
+// heads where the projections wrote them (a_heads, b_heads; at two sequences through the
+// head-split operand's 4-d index).
 TEST(Compile, BertLayerMatchesTheInterpreter) {
-  expect_compiled_matches_interpreter("bert-base", {1, 16, 1, 224});
+  for (int batch : {1, 2}) {
+    Plan plan = expect_compiled_matches_interpreter("bert-base", {batch, 16, 1, 224});
+    EXPECT_EQ(tasks_with(plan, "a_heads=12"), 1) << batch;
+    EXPECT_EQ(tasks_with(plan, "b_heads=12"), 1) << batch;
+  }
 }
 
 // How many instructions of the plan's kernel objects in `dir` are `mnemonic`.

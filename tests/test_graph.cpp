@@ -135,10 +135,11 @@ TEST(Partition, TransformersDeduplicateTheirLayers) {
   std::map<std::string, int> counts;
   for (const auto& t : p.tasks) total += t.count, counts[t.spec] = t.count;
   EXPECT_EQ(counts["dense:m=128,n=3072,k=768+bias+gelu"], 12);
-  EXPECT_EQ(counts["batch_matmul:b=12,m=128,n=128,k=64"], 12);
+  EXPECT_EQ(counts["batch_matmul:b=12,m=128,n=128,k=64,a_heads=12"], 12);
   EXPECT_EQ(counts["softmax:rows=1536,cols=128"], 12);
-  // per layer: 6 dense, 2 batch matmuls, softmax, 2 layernorms, 4 transposes (heads)
-  EXPECT_EQ(total, 12 * 15);
+  // per layer: 6 dense, 2 batch matmuls, softmax, 2 layernorms, 2 transposes (the keys'
+  // and the heads' merge; queries and values are read in place)
+  EXPECT_EQ(total, 12 * 13);
   Graph llama = prepare_graph(build_zoo_model("llama-7b"), {}).graph;
   Partition q = partition_graph(llama);
   expect_full_cover(llama, q);
@@ -298,6 +299,60 @@ TEST(Rewrites, ChannelScalesFoldIntoTheConvolutionThatReadsThem) {
   WeightedGraph kept = fold_channel_scales(shared, draw_weights(shared));
   EXPECT_EQ(kept.graph.nodes().size(), 2u);
   EXPECT_EQ(kept.graph.nodes()[1].attr("scale_in", 0), 0);
+}
+
+int nodes_with(const Graph& g, OpKind op, const std::string& attr = "") {
+  int n = 0;
+  for (const auto& node : g.nodes()) n += node.op == op && (attr.empty() || node.attr(attr, 0));
+  return n;
+}
+
+// A transformer's queries and values, split into heads by a reshape and a transpose, are
+// read by the attention products where the projections wrote them (a_heads, b_heads):
+// two of a layer's four transposes go, at one sequence and at two, and the layer computes
+// the same. A transpose that is also a graph output stays.
+TEST(Rewrites, HeadSplitOperandsAreReadInPlace) {
+  for (int batch : {1, 2}) {
+    Graph g = build_zoo_model("bert-base", {batch, 8, 1, 224});
+    Weights w = draw_weights(g);
+    ASSERT_EQ(nodes_with(g, OpKind::Transpose), 4);
+    WeightedGraph r = prepare_graph(g, w);
+    EXPECT_EQ(nodes_with(r.graph, OpKind::Transpose), 2) << batch;
+    EXPECT_EQ(nodes_with(r.graph, OpKind::MatMul, "a_heads"), 1) << batch;
+    EXPECT_EQ(nodes_with(r.graph, OpKind::MatMul, "b_heads"), 1) << batch;
+    Partition p = partition_graph(r.graph);
+    std::set<std::string> specs;
+    for (const auto& t : p.tasks) specs.insert(t.spec);
+    std::string b = "b=" + std::to_string(12 * batch);
+    EXPECT_TRUE(specs.count("batch_matmul:" + b + ",m=8,n=8,k=64,a_heads=12")) << batch;
+    EXPECT_TRUE(specs.count("batch_matmul:" + b + ",m=8,n=64,k=8,b_heads=12")) << batch;
+    auto input = random_values(element_count(g.shape(g.inputs()[0])), 17);
+    auto before = interpret(g, w, {input})[g.outputs()[0]];
+    auto after = interpret(r.graph, r.weights, {input})[r.graph.outputs()[0]];
+    ASSERT_EQ(before.size(), after.size());
+    for (size_t i = 0; i < before.size(); ++i) EXPECT_NEAR(before[i], after[i], 1e-4) << i;
+  }
+  Graph shown("shown");
+  int x = shown.input("x", {1, 5, 3, 4});
+  int heads = shown.add(OpKind::Transpose, {x}, {{"perm", {0, 2, 1, 3}}});
+  shown.mark_output(shown.add(OpKind::MatMul, {heads, shown.input("y", {1, 3, 4, 6})}));
+  shown.mark_output(heads);
+  WeightedGraph kept = fold_head_transposes(shown, {});
+  EXPECT_EQ(nodes_with(kept.graph, OpKind::Transpose), 1);
+  EXPECT_EQ(nodes_with(kept.graph, OpKind::MatMul, "a_heads"), 0);
+}
+
+// A head-split operand's values: [1, 5, 3, 4] read as [1, 3, 5, 4], by hand.
+TEST(Interpreter, HeadSplitOperandsAreTransposedRowsAndHeads) {
+  Graph g("heads");
+  int x = g.input("x", {1, 2, 3, 1});  // [m=2][heads=3][k=1]
+  int y = g.input("y", {1, 3, 1, 2});  // [heads=3][k=1][n=2]
+  g.mark_output(g.add(OpKind::MatMul, {x, y}, {{"a_heads", {1}}}));
+  EXPECT_EQ(g.shape(g.outputs()[0]), (Shape{1, 3, 2, 2}));
+  auto out = interpret(g, {}, {{1, 2, 3, 4, 5, 6}, {1, 10, 2, 20, 3, 30}})[g.outputs()[0]];
+  // head h, row i: x[i][h] times y[h] = (h + 1, 10 (h + 1))
+  std::vector<float> expected = {1, 10, 4, 40, 4, 40, 10, 100, 9, 90, 18, 180};
+  EXPECT_EQ(out, expected);
 }
 
 // MobileNetV2's depthwise convolutions, each with its relu6, are read only by the 1x1

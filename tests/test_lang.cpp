@@ -134,6 +134,17 @@ TEST(Vocabulary, AConstantRightHandSideIsInTheKeyButNotThePrompt) {
   EXPECT_EQ(space.point(0).name, "layout.weight_block");
 }
 
+// A product reading head-split operands in place: the same loops, so the plain prompt.
+TEST(Vocabulary, HeadSplitOperandsAreInTheKeyButNotThePrompt) {
+  TaskSpec plain = parse_task_spec("batch_matmul:b=12,m=128,n=64,k=128");
+  TaskSpec heads = parse_task_spec("batch_matmul:b=12,m=128,n=64,k=128,a_heads=12,b_heads=12");
+  EXPECT_NE(plain.key(), heads.key());
+  EXPECT_EQ(encode_prompt(test_hardware(), plain, describe_task(plain)),
+            encode_prompt(test_hardware(), heads, describe_task(heads)));
+  EXPECT_EQ(ScheduleSpace(describe_task(heads)).num_points(),
+            ScheduleSpace(describe_task(plain)).num_points());
+}
+
 // A number's magnitude token is its power-of-two range, the same for every task.
 TEST(Vocabulary, MagnitudesArePowerOfTwoRanges) {
   const Vocabulary& v = Vocabulary::get();

@@ -269,6 +269,39 @@ TEST(Timing, KernelsComputeTheSameAfterTheirWeightsAreEvicted) {
   }
 }
 
+// [b / heads, rows, heads, cols] as [b, rows, cols], by hand.
+Tensor heads_gathered(const Tensor& stored) {
+  int64_t outer = stored.shape[0], rows = stored.shape[1], heads = stored.shape[2];
+  int64_t cols = stored.shape[3];
+  Tensor plain = Tensor::zeros({outer * heads, rows, cols});
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t c = 0; c < cols; ++c)
+          plain.data[size_t(((o * heads + h) * rows + r) * cols + c)] =
+              stored.data[size_t(((o * rows + r) * heads + h) * cols + c)];
+  return plain;
+}
+
+// A product reading head-split operands (two groups of three heads on the left, one of
+// six on the right) computes the plain product of the operands gathered by hand, with
+// the reference's and with sampled schedules.
+TEST(Kernels, HeadSplitOperandsComputeThePlainProduct) {
+  TaskSpec task = parse_task_spec("batch_matmul:b=6,m=5,n=16,k=4,a_heads=3,b_heads=6");
+  TaskShape shape = describe_task(task);
+  std::vector<Tensor> inputs = random_inputs(shape, 7);
+  std::vector<Tensor> plain = {heads_gathered(inputs[0]), heads_gathered(inputs[1])};
+  Tensor expected = reference_output(parse_task_spec("batch_matmul:b=6,m=5,n=16,k=4"), plain);
+  EXPECT_TRUE(verify(reference_output(task, inputs), expected, 4).ok);
+  ScheduleSpace space(shape);
+  std::mt19937_64 rng(11);
+  for (int sample = 0; sample < 6; ++sample) {
+    Tensor output = Tensor::zeros(shape.output_shape);
+    build_kernel(task, {KernelMethod::Space, space.sample(rng)}, inputs, output)->run();
+    EXPECT_TRUE(verify(output, expected, 4).ok) << sample;
+  }
+}
+
 // A timed kernel runs its parallel loops on the pool compiled models use (spin_pool.h),
 // so it is timed as a model step runs; TLM_POOL=halide keeps Halide's own pool.
 TEST(Timing, ParallelKernelsRunOnTheModelsPool) {

@@ -136,6 +136,25 @@ TEST(TaskSpec, ABatchedProductOfAConstantMayPackIt) {
   expect_error("batch_matmul:b=4,m=9,n=32,k=16,constant_b=2", "constant_b=2 is not 0 or 1");
 }
 
+// A batched product may read an operand split into heads in place: a_heads=H stores A as
+// [b / H, m, H, k], b_heads=H stores B as [b / H, k, H, n]; the loops and the output are the
+// plain product's (test_lang: so is the prompt).
+TEST(TaskSpec, ABatchedProductMayReadHeadSplitOperands) {
+  TaskSpec heads = parse_task_spec("batch_matmul:b=6,m=5,n=8,k=4,a_heads=3,b_heads=6");
+  EXPECT_EQ(heads.key(), "batch_matmul:b=6,m=5,n=8,k=4,a_heads=3,b_heads=6");
+  EXPECT_EQ(parse_task_spec("batch_matmul:b=6,m=5,n=8,k=4,a_heads=0").key(),
+            "batch_matmul:b=6,m=5,n=8,k=4");
+  TaskShape shape = describe_task(heads);
+  EXPECT_EQ(shape.inputs[0].shape, (std::vector<int64_t>{2, 5, 3, 4}));
+  EXPECT_EQ(shape.inputs[1].shape, (std::vector<int64_t>{1, 4, 6, 8}));
+  EXPECT_EQ(shape.output_shape, (std::vector<int64_t>{6, 5, 8}));
+  TaskSpec earlier;
+  ASSERT_TRUE(earlier_form(heads, earlier));  // its records: the plain product's schedules
+  EXPECT_EQ(earlier.key(), "batch_matmul:b=6,m=5,n=8,k=4");
+  expect_error("batch_matmul:b=6,m=5,n=8,k=4,a_heads=4", "a_heads=4 does not divide b=6");
+  expect_error("batch_matmul:b=6,m=5,n=8,k=4,constant_b=1,b_heads=3", "are exclusive");
+}
+
 TEST(TaskSpec, ShapeErrorsComeFromDescribe) {
   EXPECT_THROW(describe_task(parse_task_spec("conv2d:c=3,h=4,w=4,k=8,r=7,s=7")), Error);
   TaskShape s =

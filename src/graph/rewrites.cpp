@@ -369,6 +369,102 @@ WeightedGraph winograd_convolutions(const Graph& g, const Weights& w) {
   return b.finish();
 }
 
+namespace {
+
+bool is_output(const Graph& g, int t) {
+  for (int o : g.outputs())
+    if (o == t) return true;
+  return false;
+}
+
+// The input of the transpose that makes tensor t by swapping its last dim but two with its
+// rows ([..., m, heads, k] -> [..., heads, m, k]), maybe then reshaped in its leading dims
+// only; -1 when t is not made so or a graph output is on the way.
+int head_split_source(const Graph& g, int t) {
+  int node = g.tensor(t).producer;
+  if (node >= 0 && g.nodes()[size_t(node)].op == OpKind::Reshape) {
+    int moved = g.nodes()[size_t(node)].inputs[0];
+    const Shape &after = g.shape(t), &before = g.shape(moved);
+    if (is_output(g, t) || after.size() < 2 || before.size() < 2 ||
+        !std::equal(after.end() - 2, after.end(), before.end() - 2))
+      return -1;
+    t = moved, node = g.tensor(t).producer;
+  }
+  if (node < 0 || g.nodes()[size_t(node)].op != OpKind::Transpose || is_output(g, t)) return -1;
+  const Node& transpose = g.nodes()[size_t(node)];
+  auto perm = transpose.attrs.count("perm") ? transpose.attrs.at("perm") : std::vector<int64_t>{};
+  size_t rank = perm.size();
+  if (rank < 3) return -1;
+  for (size_t d = 0; d < rank; ++d) {
+    size_t from = d == rank - 3 ? rank - 2 : d == rank - 2 ? rank - 3 : d;
+    if (perm[d] != int64_t(from)) return -1;
+  }
+  return transpose.inputs[0];
+}
+
+// A product's operand as fold_head_transposes reads it: the tensor, whether it is stored
+// head-split, and the batch dims the product sees.
+struct ProductOperand {
+  int tensor = -1;
+  bool heads = false;
+  Shape batch;
+};
+
+ProductOperand product_operand(const Graph& g, int t) {
+  int source = head_split_source(g, t);
+  if (source < 0) {
+    const Shape& s = g.shape(t);
+    return {t, false, Shape(s.begin(), s.end() - 2)};
+  }
+  const Shape& s = g.shape(source);  // [..., m, heads, k]
+  Shape batch(s.begin(), s.end() - 3);
+  batch.push_back(s[s.size() - 2]);
+  return {source, true, batch};
+}
+
+// The new graph's tensor for operand `o`, a plain one viewed with the batch dims `batch`.
+int operand_with_batch(Rebuild& b, const Graph& g, const ProductOperand& o, const Shape& batch) {
+  int t = b.tensor(o.tensor);
+  if (o.heads || o.batch == batch) return t;
+  Shape shape = batch;
+  const Shape& s = g.shape(o.tensor);
+  shape.insert(shape.end(), s.end() - 2, s.end());
+  return b.out.graph.add(OpKind::Reshape, {t}, {{"shape", shape}},
+                         g.tensor(o.tensor).name + "/batch");
+}
+
+}  // namespace
+
+WeightedGraph fold_head_transposes(const Graph& g, const Weights& w) {
+  Rebuild b(g, w);
+  for (const Node& n : g.nodes()) {
+    ProductOperand a, c;
+    if (n.op == OpKind::MatMul && n.attr("constant_b", 0) == 0)
+      a = product_operand(g, n.inputs[0]), c = product_operand(g, n.inputs[1]);
+    // Both operands must then see the same batch dims: the head-split one's.
+    const Shape& batch = a.heads ? a.batch : c.batch;
+    bool same_batch = element_count(a.batch) == element_count(batch) &&
+                      element_count(c.batch) == element_count(batch) &&
+                      (!a.heads || !c.heads || a.batch == c.batch);
+    if (!(a.heads || c.heads) || !same_batch) {
+      b.copy(n);
+      continue;
+    }
+    IntAttrs attrs = n.attrs;
+    if (a.heads) attrs["a_heads"] = {1};
+    if (c.heads) attrs["b_heads"] = {1};
+    int product = b.out.graph.add(
+        OpKind::MatMul, {operand_with_batch(b, g, a, batch), operand_with_batch(b, g, c, batch)},
+        attrs, n.name, n.reals);
+    const Shape& shape = g.shape(n.output);
+    if (b.out.graph.shape(product) != shape)
+      product = b.out.graph.add(OpKind::Reshape, {product}, {{"shape", shape}}, n.name + "/shape");
+    b.map[n.output] = product;
+  }
+  WeightedGraph folded = b.finish();
+  return remove_dead(folded.graph, folded.weights);
+}
+
 WeightedGraph remove_dead(const Graph& g, const Weights& w) {
   std::vector<bool> live(g.tensors().size(), false);
   for (int o : g.outputs()) live[o] = true;
@@ -389,6 +485,7 @@ WeightedGraph prepare_graph(const Graph& g, const Weights& w, int64_t activation
   folded = fold_batchnorm(folded.graph, folded.weights);
   folded = pad_wide_dense(folded.graph, folded.weights);
   folded = split_batchnorm(folded.graph, folded.weights);
+  folded = fold_head_transposes(folded.graph, folded.weights);
   folded = block_activations(folded.graph, folded.weights, activation_block);
   return fold_channel_scales(folded.graph, folded.weights);
 }

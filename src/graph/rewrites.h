@@ -20,6 +20,10 @@
 //                    only a 1x1 convolution reads becomes that convolution's prologue
 //                    (conv2d dw_r, ops/families/conv.cpp): the depthwise output is computed
 //                    tile by tile inside the 1x1 convolution and never written out.
+//   fold_head_transposes: a batched product reads an operand split into attention heads
+//                    where it lies, [..., m, heads, k], instead of after a transpose to
+//                    [..., heads, m, k] (matmul a_heads, b_heads): in BERT-base and GPT-2
+//                    two transposes of every layer's three were separate steps.
 //   remove_dead:     nodes no output depends on are dropped.
 // Each returns a new graph with its weights; tests check the outputs agree with the
 // original's within float tolerance.
@@ -47,6 +51,7 @@ WeightedGraph fuse_depthwise_projections(const Graph& graph, const Weights& weig
                                          const std::set<std::string>* only = nullptr);
 // How many 1x1 convolutions fuse_depthwise_projections would give a prologue.
 int depthwise_projections(const Graph& graph);
+WeightedGraph fold_head_transposes(const Graph& graph, const Weights& weights);
 WeightedGraph remove_dead(const Graph& graph, const Weights& weights);
 // Each 3x3 convolution (stride 1, padding 1, one group, input and output both NCHW or
 // both in blocks of one size) that winograd_tile gives a tile, as winograd_input ->

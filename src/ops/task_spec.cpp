@@ -223,10 +223,10 @@ bool read_stored_task(const std::string& key, TaskSpec& task) {
 }
 
 bool earlier_form(const TaskSpec& task, TaskSpec& earlier) {
-  if (task.kind != TaskKind::BatchMatmul || task.get("constant_b") == 0) return false;
+  if (task.kind != TaskKind::BatchMatmul) return false;
   earlier = task;
-  earlier.params["constant_b"] = "0";
-  return true;
+  for (const char* key : {"constant_b", "a_heads", "b_heads"}) earlier.params[key] = "0";
+  return earlier.key() != task.key();
 }
 
 std::string param_text(const std::string& key, int64_t value) {

@@ -63,9 +63,10 @@ TaskSpec parse_task_spec(const std::string& text);
 // stored record never stops work on the other tasks.
 bool read_stored_task(const std::string& key, TaskSpec& task);
 // The task as record stores keyed it before an optional parameter that only adds decision
-// points in front (batch_matmul constant_b=1 adds layout.weight_block, session 61): its
-// records there are this task's schedules with the plain layout (ScheduleSpace::upgrade).
-// False when the task has no earlier form.
+// points in front (batch_matmul constant_b=1 adds layout.weight_block, session 61) or only
+// moves an operand (batch_matmul a_heads, b_heads: the same decisions): its records there
+// are this task's schedules with the plain layout (ScheduleSpace::upgrade). False when the
+// task has no earlier form.
 bool earlier_form(const TaskSpec& task, TaskSpec& earlier);
 // "key=value", a piece of a spec's text.
 std::string param_text(const std::string& key, int64_t value);

@@ -2,7 +2,10 @@
 //   graph ops: dense (x [..., K] times a constant w [K, N], optional bias [N]; attribute
 //              cols < N keeps only the first cols columns, for a weight padded with zero
 //              columns to a width the kernels tile well), matmul
-//              (two activations, numpy semantics: batch dims broadcast)
+//              (two activations, numpy semantics: batch dims broadcast; attribute a_heads
+//              or b_heads 1: that operand is stored with its last dim but two and its
+//              rows swapped, [..., m, heads, k] for [..., heads, m, k], as a projection
+//              split into attention heads is before its transpose)
 //   tasks:     matmul [m,k]x[k,n], dense (the same with weight names), batch_matmul
 //              [b,m,k]x[b,k,n]; each C = sum_k A * B with the epilogue fused
 //   ONNX:      Gemm (transA, transB, alpha, beta), MatMul, Einsum as a batched matmul
@@ -40,9 +43,38 @@ Shape infer_dense(const OpCall& c) {
   return x;
 }
 
+// Whether matmul operand `i` is stored head-split (attribute a_heads or b_heads).
+bool heads_layout(const OpCall& c, size_t i) {
+  return c.attr(i == 0 ? "a_heads" : "b_heads", 0) != 0;
+}
+
+// Operand `i` of a matmul as the product reads it: a head-split one with its last dim but
+// two and its rows swapped back.
+Shape logical_operand(const OpCall& c, size_t i) {
+  Shape s = c.inputs[i];
+  if (!heads_layout(c, i)) return s;
+  if (s.size() < 3) c.fail("a head-split operand " + shape_text(s) + " is not [..., m, heads, k]");
+  std::swap(s[s.size() - 3], s[s.size() - 2]);
+  return s;
+}
+
+// The values of `v` [..., x, y, z] as [..., y, x, z].
+TensorValue swap_rows_and_heads(const TensorValue& v) {
+  size_t r = v.shape.size();
+  int64_t x = v.shape[r - 3], y = v.shape[r - 2], z = v.shape[r - 1];
+  TensorValue out = v;
+  std::swap(out.shape[r - 3], out.shape[r - 2]);
+  for (int64_t o = 0, outer = v.size() / (x * y * z); o < outer; ++o)
+    for (int64_t i = 0; i < x; ++i)
+      for (int64_t j = 0; j < y; ++j)
+        std::copy_n(v.data.begin() + ((o * x + i) * y + j) * z, z,
+                    out.data.begin() + ((o * y + j) * x + i) * z);
+  return out;
+}
+
 // numpy matmul of operands of rank >= 2: [..., m, k] x [..., k, n], batch dims broadcast.
 Shape infer_matmul(const OpCall& c) {
-  const Shape &a = c.inputs[0], &b = c.inputs[1];
+  const Shape a = logical_operand(c, 0), b = logical_operand(c, 1);
   if (a.size() < 2 || b.size() < 2 || a[a.size() - 1] != b[b.size() - 2])
     c.fail(shape_text(a) + " x " + shape_text(b) + " is not [..., M, K] x [..., K, N]");
   Shape batch = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2));
@@ -85,7 +117,9 @@ TensorValue reference_dense(const OpCall& c, const std::vector<const TensorValue
 
 TensorValue reference_matmul(const OpCall& c, const std::vector<const TensorValue*>& in) {
   TensorValue out{DType::F32, infer_matmul(c), {}};
-  matmul_values(*in[0], *in[1], out.shape, out.data);
+  TensorValue a = heads_layout(c, 0) ? swap_rows_and_heads(*in[0]) : *in[0];
+  TensorValue b = heads_layout(c, 1) ? swap_rows_and_heads(*in[1]) : *in[1];
+  matmul_values(a, b, out.shape, out.data);
   return out;
 }
 
@@ -101,10 +135,11 @@ AnchorTask dense_task(const OpCall& c) {
 // Equal batch dims: a batched product; a right-hand side without batch dims: one matrix
 // product over all rows of the left. Other broadcasts have no task yet.
 AnchorTask matmul_task(const OpCall& c) {
-  const Shape &a = c.inputs[0], &b = c.inputs[1];
+  const Shape a = logical_operand(c, 0), b = logical_operand(c, 1);
   int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
   Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
-  if (element_count(b_batch) == 1)
+  bool heads = heads_layout(c, 0) || heads_layout(c, 1);
+  if (element_count(b_batch) == 1 && !heads)
     return {"matmul:" + param_text("m", element_count(a_batch) * m) + "," + param_text("n", n) +
                 "," + param_text("k", k),
             {0, 1},
@@ -116,15 +151,29 @@ AnchorTask matmul_task(const OpCall& c) {
     c.fail(shape_text(a) + " x " + shape_text(b) + ": a broadcast left operand has no task yet");
   // A right-hand side the graph marks constant (a Winograd product's filters) may be
   // packed at compile time, as a dense layer's weight is.
-  std::string constant_b = c.attr("constant_b", 0) ? ",constant_b=1" : "";
+  std::string layout = c.attr("constant_b", 0) ? ",constant_b=1" : "";
+  // A head-split operand: the heads (its last dim but one) are the batch's innermost part.
+  if (heads_layout(c, 0)) layout += "," + param_text("a_heads", a[a.size() - 3]);
+  if (heads_layout(c, 1)) layout += "," + param_text("b_heads", b[b.size() - 3]);
   return {"batch_matmul:" + param_text("b", element_count(batch)) + "," + param_text("m", m) + "," +
-              param_text("n", n) + "," + param_text("k", k) + constant_b,
+              param_text("n", n) + "," + param_text("k", k) + layout,
           {0, 1},
           -1,
           {element_count(batch), m, n}};
 }
 
 // ---- tasks: C[b, m, n] = sum_k A[b, m, k] * B[b, k, n] ----
+
+// A batched operand [b, rows, cols] as the task reads it, stored plain or, with `heads`
+// > 0, head-split: [b / heads, rows, heads, cols] (a_heads, b_heads). `args`: Halide's
+// (col, row, batch).
+Expr batched_operand(PipelineBuilder& b, const std::string& name, int64_t batch, int64_t rows,
+                     int64_t cols, int64_t heads, const std::vector<Expr>& args) {
+  if (heads == 0) return b.dense_input(name, {batch, rows, cols})(args);
+  ImageParam stored = b.dense_input(name, {batch / heads, rows, heads, cols});
+  Expr h = static_cast<int>(heads);
+  return stored(args[0], args[2] % h, args[1], args[2] / h);
+}
 
 void build_product(PipelineBuilder& b, bool batched) {
   const TaskSpec& t = b.task();
@@ -137,23 +186,29 @@ void build_product(PipelineBuilder& b, bool batched) {
   }
   bool dense = t.kind == TaskKind::Dense;
   bool constant_b = dense || (batched && t.get("constant_b") == 1);
-  ImageParam A = b.dense_input(dense ? "X" : "A", a_shape);
-  // A constant right-hand side (a dense layer's weight, a Winograd product's filters) may
-  // be packed in column strips [N/b, K, b] ([N/b, B, K, b] batched), each read in address
-  // order, and is prefetched.
-  Func B = constant_b ? b.packable_weight(dense ? "W" : "B", b_shape, batched ? 2 : 1)
-                      : Func(b.dense_input("B", b_shape));
-  if (constant_b) b.prefetch_packable_weight();
-  if (constant_b && batched) b.keep_vectors_in_weight_blocks(0);  // j: the packed columns
   auto vars = make_vars(batched ? std::vector<std::string>{"j", "i", "bt"}
                                 : std::vector<std::string>{"j", "i"});
   RDom r(0, static_cast<int>(k), "rk");
   std::vector<Expr> a_args = {r.x, vars[1]}, b_args = {vars[0], r.x}, acc_args;
   if (batched) a_args.push_back(vars[2]), b_args.push_back(vars[2]);
   for (auto& v : vars) acc_args.push_back(v);
+  Expr a_value = batched ? batched_operand(b, "A", batch, m, k, t.get("a_heads"), a_args)
+                         : b.dense_input(dense ? "X" : "A", a_shape)(a_args);
+  // A constant right-hand side (a dense layer's weight, a Winograd product's filters) may
+  // be packed in column strips [N/b, K, b] ([N/b, B, K, b] batched), each read in address
+  // order, and is prefetched.
+  Expr b_value;
+  if (constant_b)
+    b_value = b.packable_weight(dense ? "W" : "B", b_shape, batched ? 2 : 1)(b_args);
+  else if (batched)
+    b_value = batched_operand(b, "B", batch, k, n, t.get("b_heads"), b_args);
+  else
+    b_value = b.dense_input("B", b_shape)(b_args);
+  if (constant_b) b.prefetch_packable_weight();
+  if (constant_b && batched) b.keep_vectors_in_weight_blocks(0);  // j: the packed columns
   Func acc("acc");
   acc(vars) = 0.0f;
-  acc(acc_args) += A(a_args) * B(b_args);
+  acc(acc_args) += a_value * b_value;
   b.add_stage(StageKind::Anchor, acc, vars, reversed(c_shape), identity_dims(vars.size()), r, {k});
   // A dense layer of fewer columns than its weight writes only those: its loops are tiled
   // as for all n, its stores past cols guarded.
@@ -173,6 +228,14 @@ void validate_batch_matmul(const TaskSpec& t) {
   if (t.get("constant_b") > 1)
     throw Error("task spec: batch_matmul constant_b=" + t.params.at("constant_b") +
                 " is not 0 or 1");
+  for (const char* heads : {"a_heads", "b_heads"}) {
+    int64_t h = t.get(heads);
+    if (h > 0 && t.get("b") % h != 0)
+      throw Error("task spec: batch_matmul " + std::string(heads) + "=" + t.params.at(heads) +
+                  " does not divide b=" + t.params.at("b"));
+  }
+  if (t.get("constant_b") == 1 && t.get("b_heads") > 0)
+    throw Error("task spec: batch_matmul constant_b=1 and b_heads are exclusive");
 }
 
 void build_matmul(PipelineBuilder& b) {
@@ -340,6 +403,12 @@ void register_matmul_family(OpRegistry& r) {
   // 1: B is a constant the compiler may pack (layout.weight_block); the same loops and work
   ParamSchema constant_b{"constant_b", "0", {}, ParamSchema::Kind::Int, true, true};
   constant_b.in_prompt = false;
+  // > 0: that operand is stored head-split, [b / heads, rows, heads, cols]; the same loops
+  // and work, other addresses (a transpose read in place)
+  ParamSchema a_heads{"a_heads", "0", {}, ParamSchema::Kind::Int, true, true};
+  a_heads.in_prompt = false;
+  ParamSchema b_heads = a_heads;
+  b_heads.name = "b_heads";
   r.tasks.push_back({TaskKind::Matmul,
                      mnk,
                      2,
@@ -358,13 +427,14 @@ void register_matmul_family(OpRegistry& r) {
                      {"dense:m=8,n=48,k=30+bias+gelu", "dense:m=5,n=96,k=24,cols=83+bias+gelu"}});
   r.tasks.push_back(
       {TaskKind::BatchMatmul,
-       {{"b", ""}, {"m", ""}, {"n", ""}, {"k", ""}, constant_b},
+       {{"b", ""}, {"m", ""}, {"n", ""}, {"k", ""}, constant_b, a_heads, b_heads},
        3,
        2,
        validate_batch_matmul,
        build_batch_matmul,
        batch_matmul_corpus,
-       {"batch_matmul:b=3,m=12,n=16,k=10", "batch_matmul:b=2,m=7,n=32,k=12,constant_b=1"}});
+       {"batch_matmul:b=3,m=12,n=16,k=10", "batch_matmul:b=2,m=7,n=32,k=12,constant_b=1",
+        "batch_matmul:b=6,m=7,n=16,k=12,a_heads=3,b_heads=6"}});
 
   r.onnx.push_back({"Gemm", onnx_gemm});
   r.onnx.push_back({"MatMul", onnx_matmul});
