@@ -95,17 +95,22 @@ TEST(Vocabulary, UnseenShapesStillEncode) {
   EXPECT_EQ(decode_decisions(space, encode_decisions(space, decisions)), decisions);
 }
 
+// `variant` keys apart from `plain` (its records stay apart) and has its prompt (the model
+// schedules it as it learned to, and no word is added).
+void expect_key_apart_prompt_shared(const TaskSpec& plain, const TaskSpec& variant) {
+  EXPECT_NE(plain.key(), variant.key());
+  EXPECT_EQ(encode_prompt(test_hardware(), plain, describe_task(plain)),
+            encode_prompt(test_hardware(), variant, describe_task(variant)));
+}
+
 // A convolution that takes a channel scale in (scale_in) does the work of the plain one
-// in the same loops: its key is its own (its records stay apart), its prompt is the plain
-// convolution's (so the model schedules it as it learned to, and no word is added).
+// in the same loops.
 TEST(Vocabulary, ScaleInIsInTheKeyButNotThePrompt) {
-  const std::string plain = "conv2d:n=1,c=32,h=14,w=14,k=64,r=1,s=1,in_block=16,out_block=16+bias";
-  TaskSpec p = parse_task_spec(plain);
+  TaskSpec p =
+      parse_task_spec("conv2d:n=1,c=32,h=14,w=14,k=64,r=1,s=1,in_block=16,out_block=16+bias");
   TaskSpec scaled = parse_task_spec(
       "conv2d:n=1,c=32,h=14,w=14,k=64,r=1,s=1,in_block=16,out_block=16,scale_in=1+bias");
-  EXPECT_NE(p.key(), scaled.key());
-  EXPECT_EQ(encode_prompt(test_hardware(), p, describe_task(p)),
-            encode_prompt(test_hardware(), scaled, describe_task(scaled)));
+  expect_key_apart_prompt_shared(p, scaled);
   EXPECT_EQ(describe_task(scaled).inputs.size(), describe_task(p).inputs.size() + 1);
   EXPECT_THROW(parse_task_spec("conv2d:n=1,c=4,h=5,w=5,k=4,r=1,s=1,groups=2,scale_in=1"), Error);
   EXPECT_THROW(parse_task_spec("conv2d:n=1,c=4,h=5,w=5,k=4,r=1,s=1,scale_in=2"), Error);
@@ -114,33 +119,22 @@ TEST(Vocabulary, ScaleInIsInTheKeyButNotThePrompt) {
 // Likewise a dense layer that writes only the first cols columns of its padded weight:
 // the same loops, so the padded layer's prompt.
 TEST(Vocabulary, DenseColumnsAreInTheKeyButNotThePrompt) {
-  TaskSpec all = parse_task_spec("dense:m=128,n=50304,k=768");
-  TaskSpec part = parse_task_spec("dense:m=128,n=50304,k=768,cols=50257");
-  EXPECT_NE(all.key(), part.key());
-  EXPECT_EQ(encode_prompt(test_hardware(), all, describe_task(all)),
-            encode_prompt(test_hardware(), part, describe_task(part)));
+  expect_key_apart_prompt_shared(parse_task_spec("dense:m=128,n=50304,k=768"),
+                                 parse_task_spec("dense:m=128,n=50304,k=768,cols=50257"));
 }
 
 // And a Winograd product whose filters may be packed (constant_b=1): the same loops, so
-// the plain product's prompt; its decisions start with layout.weight_block.
-TEST(Vocabulary, AConstantRightHandSideIsInTheKeyButNotThePrompt) {
+// the plain product's prompt; its decisions start with layout.weight_block. And a product
+// reading head-split operands in place (a_heads, b_heads): the same loops and decisions.
+TEST(Vocabulary, ProductLayoutsAreInTheKeyButNotThePrompt) {
   TaskSpec plain = parse_task_spec("batch_matmul:b=16,m=49,n=256,k=256");
   TaskSpec packable = parse_task_spec("batch_matmul:b=16,m=49,n=256,k=256,constant_b=1");
-  EXPECT_NE(plain.key(), packable.key());
-  EXPECT_EQ(encode_prompt(test_hardware(), plain, describe_task(plain)),
-            encode_prompt(test_hardware(), packable, describe_task(packable)));
+  expect_key_apart_prompt_shared(plain, packable);
   ScheduleSpace space(describe_task(packable));
   EXPECT_EQ(space.num_points(), ScheduleSpace(describe_task(plain)).num_points() + 1);
   EXPECT_EQ(space.point(0).name, "layout.weight_block");
-}
-
-// A product reading head-split operands in place: the same loops, so the plain prompt.
-TEST(Vocabulary, HeadSplitOperandsAreInTheKeyButNotThePrompt) {
-  TaskSpec plain = parse_task_spec("batch_matmul:b=12,m=128,n=64,k=128");
-  TaskSpec heads = parse_task_spec("batch_matmul:b=12,m=128,n=64,k=128,a_heads=12,b_heads=12");
-  EXPECT_NE(plain.key(), heads.key());
-  EXPECT_EQ(encode_prompt(test_hardware(), plain, describe_task(plain)),
-            encode_prompt(test_hardware(), heads, describe_task(heads)));
+  TaskSpec heads = parse_task_spec("batch_matmul:b=16,m=49,n=256,k=256,a_heads=8,b_heads=16");
+  expect_key_apart_prompt_shared(plain, heads);
   EXPECT_EQ(ScheduleSpace(describe_task(heads)).num_points(),
             ScheduleSpace(describe_task(plain)).num_points());
 }
