@@ -353,6 +353,18 @@ TEST(Interpreter, HeadSplitOperandsAreTransposedRowsAndHeads) {
   // head h, row i: x[i][h] times y[h] = (h + 1, 10 (h + 1))
   std::vector<float> expected = {1, 10, 4, 40, 4, 40, 10, 100, 9, 90, 18, 180};
   EXPECT_EQ(out, expected);
+  // A head-split operand needs a heads dim: a matrix is a one-line error naming the node.
+  Graph flat("flat");
+  int m = flat.input("m", {2, 3});
+  try {
+    flat.add(OpKind::MatMul, {m, flat.input("n", {3, 2})}, {{"a_heads", {1}}}, "attn");
+    ADD_FAILURE() << "a head-split matrix was accepted";
+  } catch (const Error& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("attn"), std::string::npos) << message;
+    EXPECT_NE(message.find("is not [..., m, heads, k]"), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
 }
 
 // MobileNetV2's depthwise convolutions, each with its relu6, are read only by the 1x1

@@ -12,14 +12,18 @@
 namespace tlm {
 namespace {
 
+bool is_output(const Graph& g, int t) {
+  for (int o : g.outputs())
+    if (o == t) return true;
+  return false;
+}
+
 // The batch norm that is the only reader of a convolution's output, or -1.
 int sole_batchnorm_after(const Graph& g, const Node& conv) {
   if (conv.op != OpKind::Conv2d) return -1;
   auto users = g.consumers(conv.output);
   if (users.size() != 1 || g.nodes()[users[0]].op != OpKind::BatchNorm) return -1;
-  bool outputs_conv = false;
-  for (int o : g.outputs()) outputs_conv |= o == conv.output;
-  return outputs_conv ? -1 : users[0];
+  return is_output(g, conv.output) ? -1 : users[0];
 }
 
 // Weights and bias of `conv` with the batch norm `bn` folded in.
@@ -158,8 +162,7 @@ int sole_conv_after(const Graph& g, const Node& scale) {
   bool plain_conv = conv.op == OpKind::Conv2d && conv.attr("groups", 1) == 1 &&
                     conv.attr("scale_in", 0) == 0 && conv.inputs[0] == scale.output &&
                     conv.attr("in_block", 1) == scale.attr("block", 1);
-  for (int o : g.outputs()) plain_conv &= o != scale.output;
-  return plain_conv ? users[0] : -1;
+  return plain_conv && !is_output(g, scale.output) ? users[0] : -1;
 }
 
 }  // namespace
@@ -196,8 +199,7 @@ namespace {
 
 // The node that alone reads tensor t, which is no graph output; else -1.
 int sole_reader(const Graph& g, int t) {
-  for (int o : g.outputs())
-    if (o == t) return -1;
+  if (is_output(g, t)) return -1;
   auto users = g.consumers(t);
   return users.size() == 1 ? users[0] : -1;
 }
@@ -370,12 +372,6 @@ WeightedGraph winograd_convolutions(const Graph& g, const Weights& w) {
 }
 
 namespace {
-
-bool is_output(const Graph& g, int t) {
-  for (int o : g.outputs())
-    if (o == t) return true;
-  return false;
-}
 
 // The input of the transpose that makes tensor t by swapping its last dim but two with its
 // rows ([..., m, heads, k] -> [..., heads, m, k]), maybe then reshaped in its leading dims

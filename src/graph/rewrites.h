@@ -22,8 +22,8 @@
 //                    tile by tile inside the 1x1 convolution and never written out.
 //   fold_head_transposes: a batched product reads an operand split into attention heads
 //                    where it lies, [..., m, heads, k], instead of after a transpose to
-//                    [..., heads, m, k] (matmul a_heads, b_heads): in BERT-base and GPT-2
-//                    two transposes of every layer's three were separate steps.
+//                    [..., heads, m, k] (matmul a_heads, b_heads): BERT-base and GPT-2
+//                    lose two of each layer's four transpose steps (queries and values).
 //   remove_dead:     nodes no output depends on are dropped.
 // Each returns a new graph with its weights; tests check the outputs agree with the
 // original's within float tolerance.
