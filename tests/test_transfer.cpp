@@ -1,7 +1,8 @@
 // Transfer seeds: the best schedules of similar stored tasks carried into a task's space
 // by point name. Every seed is a legal schedule of the target; the nearest task comes
 // first; shared decisions survive exactly; other ops and excluded tasks are never used.
-// Also the task scheduler, which spends a whole model's measurements across its tasks.
+// Also the task scheduler, which spends a whole model's measurements across its tasks, and
+// the register-tile variants it measures around each task's best.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <set>
 
 #include "search/task_scheduler.h"
+#include "search/tile_variants.h"
 #include "search/transfer.h"
 #include "space/schedule_space.h"
 
@@ -193,6 +195,71 @@ TEST(TaskScheduler, SpendsWhereTheExpectedSavingIsLargestAndStopsWhenNothingPays
   EXPECT_EQ(next_task(tiny), -1);
   tiny[1].best_ms = 1.0;  // 1.0 x 1.0 >= 0.1% of 101
   EXPECT_EQ(next_task(tiny), 1);
+}
+
+std::vector<size_t> points_named(const ScheduleSpace& space, const std::string& prefix) {
+  std::vector<size_t> points;
+  for (size_t i = 0; i < space.num_points(); ++i)
+    if (space.point(i).name.rfind(prefix, 0) == 0) points.push_back(i);
+  return points;
+}
+
+TEST(TileVariants, TheWinogradProductGetsTwoVectorsOfAccumulators) {
+  // ResNet-50's F(2x2, 3x3) product as `--trials 32` left it: 7 rows x 1 vector.
+  ScheduleSpace space(
+      describe_task(parse_task_spec("batch_matmul:b=16,m=49,n=256,k=256,constant_b=1")));
+  std::vector<int64_t> best = {16, 32, 16, 49, 7, 1, 1, 0, 16, 1, 1, 3, 1, 0, 0};
+  ASSERT_EQ(space.point(2).name, "out.tile2.d0");
+  EXPECT_EQ(register_tile_accumulators(space.decode(best)), 7);
+  auto variants = tile_variants(space, best, 28);
+  auto wider = best;
+  wider[2] = 32;
+  EXPECT_NE(std::find(variants.begin(), variants.end(), wider), variants.end());
+  EXPECT_EQ(register_tile_accumulators(space.decode(wider)), 14);
+  // 49 rows by 2 vectors is 98 accumulators: over the budget, never proposed.
+  for (const auto& v : variants) EXPECT_LE(register_tile_accumulators(space.decode(v)), 28);
+  // Rows tiled by 16 (4 tiles for 49 rows, the last shifted inward): the tiles that
+  // divide them, 7 and 49, each with 7 rows of registers, come first.
+  std::vector<int64_t> shifted = {16, 32, 32, 16, 8, 1, 1, 0, 16, 1, 1, 3, 1, 0, 0};
+  variants = tile_variants(space, shifted, 28);
+  ASSERT_GE(variants.size(), 2u);
+  for (int64_t rows : {7, 49}) {
+    auto aligned = shifted;
+    aligned[3] = rows, aligned[4] = 7;
+    EXPECT_NE(std::find(variants.begin(), variants.begin() + 2, aligned), variants.begin() + 2)
+        << rows;
+  }
+}
+
+TEST(TileVariants, AreLegalDistinctWithinTheBudgetAndChangeATile) {
+  const std::vector<std::string> specs = {
+      kTarget, kFar, "dense:m=128,n=768,k=768+bias", "batch_matmul:b=12,m=128,n=64,k=128",
+      "dwconv2d:n=1,c=96,h=56,w=56,r=3,s=3,stride=2,pad=1,dilation=1+bias+relu6"};
+  std::mt19937_64 rng(7);
+  int checked = 0;
+  for (const auto& spec : specs) {
+    ScheduleSpace space(describe_task(parse_task_spec(spec)));
+    auto points = points_named(space, "out.tile");
+    ASSERT_FALSE(points.empty()) << spec;
+    for (int sample = 0; sample < 40; ++sample) {
+      auto d = space.sample(rng);
+      auto variants = tile_variants(space, d, 12);
+      std::set<std::vector<int64_t>> distinct(variants.begin(), variants.end());
+      EXPECT_EQ(distinct.size(), variants.size()) << spec;
+      for (const auto& v : variants) {
+        EXPECT_TRUE(space.is_legal(v)) << spec;
+        EXPECT_NE(v, d) << spec;
+        EXPECT_LE(register_tile_accumulators(space.decode(v)), 12) << spec;
+        // Nothing before the first tile point moves, and some tile does.
+        EXPECT_TRUE(std::equal(d.begin(), d.begin() + std::ptrdiff_t(points[0]), v.begin()));
+        EXPECT_TRUE(std::any_of(points.begin(), points.end(), [&](size_t p) {
+          return v[p] != d[p];
+        })) << spec;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 200);
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 #include "search/task_scheduler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <set>
 
 #include "measure/timing.h"
 #include "search/generated.h"
 #include "search/search.h"
+#include "search/tile_variants.h"
 #include "util/hardware.h"
 
 namespace tlm {
@@ -18,6 +21,8 @@ constexpr double kStallGain = 0.005;
 constexpr int kPatience = 2;
 // Measuring stops when no batch is expected to save this fraction of the model's time.
 constexpr double kWorthwhileSaving = 0.001;
+// Of each batch after a task's first, the part spent on tile variants of its best.
+constexpr int kTileVariants = 4;
 
 double best_stored(const RecordStore& store, const TaskSpec& task, const std::string& hardware) {
   auto best = store.best(task.key(), timed_fingerprint(hardware, task), 1);
@@ -36,21 +41,55 @@ int measure_fixed(const TaskSpec& task, TaskProgress& s, Measurer& measurer, Rec
   return 1;
 }
 
-// Measures one more batch of candidates for `task`; returns how many were measured.
+// Up to `count` tile variants (tile_variants.h) of the task's fastest stored schedule that
+// the store does not hold yet, measured and stored; returns how many.
+int measure_tile_variants(const TaskSpec& task, int count, Measurer& measurer, RecordStore& store,
+                          const TaskTuneOptions& o) {
+  std::string timed_on = timed_fingerprint(o.hardware, task);
+  auto best = store.best(task.key(), timed_on, 1);
+  if (best.empty() || count <= 0) return 0;
+  ScheduleSpace space(describe_task(task));
+  std::set<std::vector<int64_t>> stored;
+  for (const auto& r : store.query(task.key(), timed_on)) stored.insert(r.decisions);
+  std::vector<std::vector<int64_t>> fresh;
+  for (auto& variant :
+       tile_variants(space, space.upgrade(best[0].decisions), host_accumulator_budget()))
+    if (!stored.count(variant) && int(fresh.size()) < count) fresh.push_back(variant);
+  double best_ms = best[0].median_ms;
+  auto measured = measure_trials(task, fresh, measurer, best_ms);
+  std::vector<Record> records;
+  for (size_t i = 0; i < fresh.size(); ++i)
+    records.push_back(measured_record(o.hardware, task, fresh[i], "tile-variant", "", measured[i]));
+  store.add(records);
+  return int(records.size());
+}
+
+// Measures one more batch of candidates for `task`: the model's next beam schedules (the
+// transfer search's without a model), and after the first batch kTileVariants of the batch
+// (more when the beam has fewer new ones) as tile variants of the best so far. Returns how
+// many were measured, at most a batch.
 int measure_batch(const TaskSpec& task, TaskProgress& s, Measurer& measurer, RecordStore& store,
                   ScheduleModel* model, const TaskTuneOptions& o) {
   if (describe_task(task).fixed_schedule) return measure_fixed(task, s, measurer, store, o);
+  int proposals = s.trials > 0 ? std::max(1, o.batch - kTileVariants) : o.batch;
   int measured = 0;
   if (model && model->knows_words_of(task, detect_hardware())) {
-    GeneratedRun run = measure_model_schedules(*model, task, {s.trials + o.batch}, "tlm-tune",
+    GeneratedRun run = measure_model_schedules(*model, task, {s.beam + proposals}, "tlm-tune",
                                                measurer, store, o.hardware);
     measured = run.measured;
+    s.beam += proposals;
   }
   if (measured == 0) {  // no model, or its beam holds nothing new
-    SearchOptions search{
-        SearchMethod::Transfer, o.batch, o.batch, uint64_t(1 + s.trials), o.hardware, false, {}};
+    SearchOptions search{SearchMethod::Transfer,
+                         proposals,
+                         proposals,
+                         uint64_t(1 + s.trials),
+                         o.hardware,
+                         false,
+                         {}};
     measured = run_search(task, measurer, store, search).measured;
   }
+  measured += measure_tile_variants(task, o.batch - measured, measurer, store, o);
   double before = s.best_ms;
   s.best_ms = best_stored(store, task, o.hardware);
   s.gain = before > 0 && s.best_ms > 0 ? (before - s.best_ms) / before : 1;

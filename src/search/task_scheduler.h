@@ -10,9 +10,10 @@
 // layers) get one batch and the budget is "up to" N per task. Candidates come from the
 // model when there is one and its checkpoint was trained with every word of the task's
 // prompt (its next beam schedules not yet measured), and from the transfer search otherwise
-// (evolution seeded from similar stored tasks). Everything
-// measured goes to the store, where the compiler's "auto"/"store" strategy finds each
-// task's best.
+// (evolution seeded from similar stored tasks). After a task's first batch, half of each
+// of its batches are tile variants of its fastest schedule so far (tile_variants.h) that
+// are not stored yet. Everything measured goes to the store, where the compiler's
+// "auto"/"store" strategy finds each task's best.
 #pragma once
 #include <string>
 #include <vector>
@@ -44,6 +45,7 @@ struct TaskProgress {
   double best_ms = 0;  // 0 = nothing passed yet
   double gain = 1;     // relative improvement its last batch brought
   int stalls = 0;      // batches in a row that improved it by less than 0.5%
+  int beam = 0;        // the model's beam schedules proposed so far
 };
 
 // The task that gets the next batch (an index), or -1 when measuring should stop.
