@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "store/record_store.h"
@@ -460,6 +461,35 @@ TEST(Cli, CompileWithTrialsSchedulesEveryTaskFromMeasurements) {
   CliRun run = run_tlm("run " + dir + " --bench 2 --report");
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("latency:"), std::string::npos) << run.output;
+}
+
+// After a task's first batch, half of each of its batches are tile variants of its best
+// so far (search/tile_variants.h), stored with their own method; the budget counts them.
+TEST(Cli, TrialsMeasureTileVariantsWithinTheBudget) {
+  std::string dir = temp_path("trials_variants");
+  CliRun compile = run_tlm("compile bert-base --layers 1 --seq 16 --trials 16 --db " + dir +
+                           ".db -o " + dir + " --models " + dir + "-no-models");
+  ASSERT_EQ(compile.exit_code, 0) << compile.output;
+  RecordStore store(dir + ".db");
+  int variants = 0, measured = 0;
+  std::set<std::string> varied_tasks;
+  for (const auto& key : store.task_keys())
+    for (const auto& r : store.query(key)) {
+      ++measured;
+      if (r.method != "tile-variant") continue;
+      ++variants;
+      varied_tasks.insert(key);
+      EXPECT_EQ(r.checkpoint, "") << r.task_spec;
+    }
+  EXPECT_GT(variants, 0) << compile.output;
+  EXPECT_LE(measured, 10 * 16) << compile.output;  // 10 tasks, 16 each at most
+  for (const auto& key : varied_tasks) {           // variants of schedules measured before them
+    auto records = store.query(key);
+    EXPECT_GE(std::count_if(records.begin(), records.end(),
+                            [](const Record& r) { return r.method != "tile-variant"; }),
+              4)
+        << key;
+  }
 }
 
 // `bench model`: the compiled model against PyTorch, both timed, outputs compared, each
