@@ -197,13 +197,6 @@ TEST(TaskScheduler, SpendsWhereTheExpectedSavingIsLargestAndStopsWhenNothingPays
   EXPECT_EQ(next_task(tiny), 1);
 }
 
-std::vector<size_t> points_named(const ScheduleSpace& space, const std::string& prefix) {
-  std::vector<size_t> points;
-  for (size_t i = 0; i < space.num_points(); ++i)
-    if (space.point(i).name.rfind(prefix, 0) == 0) points.push_back(i);
-  return points;
-}
-
 TEST(TileVariants, TheWinogradProductGetsTwoVectorsOfAccumulators) {
   // ResNet-50's F(2x2, 3x3) product as `--trials 32` left it: 7 rows x 1 vector.
   ScheduleSpace space(

@@ -11,13 +11,6 @@ namespace {
 
 using Decisions = std::vector<int64_t>;
 
-std::vector<size_t> points_named(const ScheduleSpace& space, const std::string& prefix) {
-  std::vector<size_t> points;
-  for (size_t i = 0; i < space.num_points(); ++i)
-    if (space.point(i).name.rfind(prefix, 0) == 0) points.push_back(i);
-  return points;
-}
-
 // When the cache tile at `point` does not divide its loop (the last tile shifts inward and
 // computes some outputs twice), the legal divisors of the loop nearest below and above it.
 std::vector<int64_t> dividing_neighbours(const ScheduleSpace& space, const Decisions& d,
@@ -48,6 +41,13 @@ int64_t stepped_value(const ScheduleSpace& space, const Decisions& d, size_t poi
 }
 
 }  // namespace
+
+std::vector<size_t> points_named(const ScheduleSpace& space, const std::string& prefix) {
+  std::vector<size_t> points;
+  for (size_t i = 0; i < space.num_points(); ++i)
+    if (space.point(i).name.rfind(prefix, 0) == 0) points.push_back(i);
+  return points;
+}
 
 int64_t register_tile_accumulators(const Schedule& schedule) {
   int64_t elements = 1;

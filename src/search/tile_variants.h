@@ -8,12 +8,18 @@
 // while 49 rows by 7 x 2 vectors ran 1.3x faster alone. The task scheduler
 // (task_scheduler.h) measures a few of these around each task's fastest schedule so far.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "space/schedule_space.h"
 
 namespace tlm {
+
+// The indices of the space's decision points whose names start with `prefix` (for example
+// "out.tile2." for the register tile's sizes), in order.
+std::vector<size_t> points_named(const ScheduleSpace& space, const std::string& prefix);
 
 // Accumulators a schedule's register tile holds: its elements over the vector width.
 int64_t register_tile_accumulators(const Schedule& schedule);
